@@ -1,0 +1,66 @@
+/*
+ * dwarf.h - type layouts and symbols from the target binaries' DWARF (libdw).
+ *
+ * A dw_set is an ordered list of binaries (the executable first, then its
+ * shared libraries in load order).  Each is opened lazily, once, with libdwfl
+ * and dwfl_standard_find_debuginfo (build-id, .gnu_debuglink, /usr/lib/debug)
+ * and stays open until dw_set_free(), so strings that point into DWARF stay
+ * valid for the set's lifetime.
+ *
+ * TYPE strings are "struct X", "union X", "enum X" or a typedef name
+ * (typedefs and const/volatile are peeled).  Declarations are skipped: a
+ * complete definition wins.  MODULE is a path that must be one of the set's
+ * binaries (or is added to it); NULL means: search the set in order and use
+ * the first binary that has a complete definition.
+ *
+ * Every query returns 0 on success and -1 on failure, after printing the
+ * reason through error() (so a location set with error_set_location()
+ * prefixes it), e.g.
+ *     error: no member 'x' in struct 'lua_State' (in '/path/libluajit-5.1.so.2')
+ *     error: cannot find struct 'lua_State' in '/usr/bin/luajit'
+ *     error: no debug info in '/usr/sbin/nginx'  + hint: line
+ */
+#ifndef STAPXX_DWARF_H
+#define STAPXX_DWARF_H
+
+struct dw_set;
+
+/* New empty set; never NULL (dies on OOM).  Free with dw_set_free(). */
+struct dw_set *dw_set_new(void);
+void dw_set_free(struct dw_set *set);
+
+/* Append binary PATH (copied) to the search order; duplicates are ignored.
+ * Does not open it yet.  Returns 0. */
+int dw_set_add(struct dw_set *set, const char *path);
+
+/* @sizeof(TYPE[, MODULE]): byte size of TYPE. */
+int dw_sizeof(struct dw_set *set, const char *type, const char *module,
+	      long long *out);
+
+/* @offsetof(TYPE, a.b.c[, MODULE]): byte offset of a (nested) member;
+ * members of anonymous structs/unions are found through them; array
+ * members may be indexed as "a[3].b". */
+int dw_offsetof(struct dw_set *set, const char *type, const char *member,
+		const char *module, long long *out);
+
+/* @has_member(TYPE, a.b[, MODULE]): *out = 1 or 0.  A missing TYPE is an
+ * error (-1); a missing member is not. */
+int dw_has_member(struct dw_set *set, const char *type, const char *member,
+		  const char *module, int *out);
+
+/* @has_type(TYPE[, MODULE]): *out = 1 if a complete definition exists. */
+int dw_has_type(struct dw_set *set, const char *type, const char *module,
+		int *out);
+
+/* @enum(NAME[, MODULE]): value of enumerator NAME. */
+int dw_enum(struct dw_set *set, const char *name, const char *module,
+	    long long *out);
+
+/* @var("sym") helper: find the binary and compile unit that define global
+ * variable SYM (a definition, not a declaration).  On success *module_out
+ * and *cu_out point into the set (valid until dw_set_free()); *cu_out is
+ * the CU's DW_AT_name as stap expects in "sym@CU". */
+int dw_find_var(struct dw_set *set, const char *sym, const char *module,
+		const char **module_out, const char **cu_out);
+
+#endif
