@@ -38,7 +38,7 @@ endif
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(LIB_SRCS:.c=.o)
-FLAME_COMMON := util/flame.c
+FLAME_COMMON := util/flame.c lib/error.c
 PROGS := stap++ util/fold util/flamegraph
 
 all: $(PROGS)
@@ -51,11 +51,11 @@ lib/%.o: lib/%.c $(wildcard lib/*.h) Makefile
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
-util/fold: util/fold.c $(FLAME_COMMON) util/flame.h Makefile
+util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/fold.c $(FLAME_COMMON) $(LDLIBS)
 
-util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h Makefile
+util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/flamegraph.c $(FLAME_COMMON) $(LDLIBS) -lm
 

@@ -1,0 +1,109 @@
+/*
+ * flame.h - code shared by util/fold and util/flamegraph: reading stack
+ * samples, the table of distinct stacks, the folded text format, and
+ * error reporting with the program name or FILE:LINE (through lib/error.h).
+ *
+ * Internal form of a stack: its frames, root first, joined by FLAME_SEP
+ * (a byte that can never be part of a frame: control bytes are rejected as
+ * binary data), NUL-terminated.  Frames hold their bytes exactly as they
+ * were sampled; ';' and '\' have no special meaning inside them.  Because
+ * FLAME_SEP sorts below every byte a frame may contain, strcmp() on the
+ * internal form orders stacks frame by frame: every stack under one frame
+ * path is contiguous, siblings in byte order.
+ *
+ * Folded text format (what util/fold writes, one line per distinct stack):
+ *     FRAME;FRAME;...;FRAME COUNT
+ * root first, leaf last, a single space, then a decimal count.  Inside a
+ * frame a ';' is written as "\;" and a '\' as "\\"; nothing else changes.
+ * Reading accepts any other "\x" as the two bytes '\' 'x', so folded files
+ * from other tools (with Windows paths, say) read unchanged.
+ *
+ * Input formats (flame_read detects the format per file):
+ *   - stack blocks, as samples/lj-lua-stacks.sxx and stap scripts print
+ *     them: frames one per line, innermost first; then a line holding a tab
+ *     (or spaces) and the sample count; then an empty line (optional).
+ *     A frame line in print_ubacktrace() form, " 0xADDR : SYM+0xOFF/0xLEN
+ *     [MODULE]", becomes the frame "SYM"; " 0xADDR [MODULE+0xOFF]" becomes
+ *     "MODULE+0xOFF" (MODULE's basename).  Other frame lines are kept
+ *     byte for byte (a trailing '\r' is dropped).
+ *   - folded lines, as described above (a file without any count line).
+ * Errors name FILE:LINE ("<stdin>" for standard input) and exit 1: a count
+ * that is not a number or overflows, a stack without a count, a count
+ * without frames, an empty frame, binary data (NUL or control bytes other
+ * than tab), an input with no stacks at all.
+ */
+#ifndef STAPXX_FLAME_H
+#define STAPXX_FLAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../lib/error.h"
+
+#define FLAME_SEP '\001'
+
+/* One distinct stack.  key is the internal form (owned by the table's
+ * arena); count the sum of its samples. */
+struct flame_stack {
+	const char *key;
+	size_t len;
+	uint64_t count;
+	uint64_t hash;
+};
+
+/* Distinct stacks, merged by key.  Create zeroed (struct flame_table t = {0}),
+ * release with flame_table_free(). */
+struct flame_table {
+	struct flame_stack *slots;	/* open addressing, NULL key = empty */
+	size_t nslots, n;
+	uint64_t total;			/* sum of all counts */
+	struct flame_chunk *arena;	/* memory for keys and input text */
+};
+
+/* Name the program ("fold", "flamegraph") for error messages: errors
+ * outside an input line print "PROG: error: ...".  Call first. */
+void flame_set_program(const char *name);
+const char *flame_program(void);
+
+/* Report a usage error ("PROG: error: MSG", then "hint: see 'PROG --help'")
+ * and exit(EXIT_USAGE).  Never returns. */
+NORETURN void flame_usage_die(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+/* Read every stack of PATH ("-" = standard input) into T, adding counts of
+ * stacks already there.  Dies with "FILE:LINE: error: ..." on bad input
+ * (see above); an input without any stack is an error too.  Returns the
+ * number of stack records read. */
+size_t flame_read(struct flame_table *t, const char *path);
+
+/* Add COUNT samples of the stack KEY (internal form, LEN bytes, copied).
+ * Dies if the total overflows. */
+void flame_add(struct flame_table *t, const char *key, size_t len, uint64_t count);
+
+/* Find KEY; NULL if absent.  The result points into T. */
+const struct flame_stack *flame_find(const struct flame_table *t,
+				     const char *key, size_t len);
+
+/* The distinct stacks of T sorted by key (frame by frame, byte order).
+ * Returns a malloc'ed array of *N pointers into T; the caller frees the
+ * array (not the stacks). */
+struct flame_stack **flame_sorted(const struct flame_table *t, size_t *n);
+
+/* Reverse the frame order of every stack of T (leaf becomes root); stacks
+ * that become equal are merged. */
+void flame_reverse(struct flame_table *t);
+
+void flame_table_free(struct flame_table *t);
+
+/* Write the frame F (LEN bytes, no separators) to OUT in folded form
+ * (';' -> "\;", '\' -> "\\"). */
+void flame_write_frame(FILE *out, const char *f, size_t len);
+
+/* Write the stack KEY in folded form followed by " COUNT\n". */
+void flame_write_folded(FILE *out, const char *key, size_t len, uint64_t count);
+
+/* Write to OUT and die with "PROG: error: cannot write ..." if writing
+ * failed (disk full, closed pipe); call once at the end. */
+void flame_close_output(FILE *out, const char *what);
+
+#endif
