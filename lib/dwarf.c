@@ -912,7 +912,7 @@ static int walk_path(struct dw_bin *b, Dwarf_Die *type, const char *desc,
 		name[len] = '\0';
 		int prefix = (int)(start - path) - (start > path);
 		if (bitfield || ndims || !is_aggregate(&cur))
-			MISSING("'%.*s' in %s is not a struct or union "
+			MISSING("member '%.*s' of %s is not a struct or union "
 				"(looking up '%s') (in '%s')", prefix, path,
 				desc, name, b->path);
 		Dwarf_Die m;
@@ -952,7 +952,7 @@ static int walk_path(struct dw_bin *b, Dwarf_Die *type, const char *desc,
 					cur = el;
 				}
 				if (dwarf_tag(&cur) != DW_TAG_array_type)
-					MISSING("'%.*s' in %s is not an array "
+					MISSING("member '%.*s' of %s is not an array "
 						"(in '%s')", (int)(p - path),
 						path, desc, b->path);
 				ndims = 0;

@@ -7,18 +7,44 @@
  * and stays open until dw_set_free(), so strings that point into DWARF stay
  * valid for the set's lifetime.
  *
- * TYPE strings are "struct X", "union X", "enum X" or a typedef name
- * (typedefs and const/volatile are peeled).  Declarations are skipped: a
- * complete definition wins.  MODULE is a path that must be one of the set's
- * binaries (or is added to it); NULL means: search the set in order and use
- * the first binary that has a complete definition.
+ * On first use a binary is indexed once: the top-level DIEs of every unit
+ * (and of a dwz alternate file, type units and split-DWARF units) are
+ * hashed by name, so each query is a hash look-up plus a walk of one type.
+ * Types and variables declared inside functions are not indexed.
+ *
+ * TYPE strings are "struct X", "union X", "enum X" or a typedef or base
+ * type name; "const"/"volatile" words are ignored and integer names are
+ * spelled as GCC's DWARF does ("unsigned long" finds "long unsigned int").
+ * Pointer types are rejected.  Typedefs and const/volatile are peeled.
+ * Declarations are skipped: a complete definition wins (a typedef to a
+ * declared struct resolves to the struct's definition in another unit of
+ * the same binary).  MODULE is a path that must be one of the set's
+ * binaries (or is added to it; compared as given and by realpath()); NULL
+ * means: search the set in order and use the first binary that has a
+ * complete definition.  Within one binary the first definition in DWARF
+ * order wins.
+ *
+ * MEMBER paths are "a", "a.b.c" or "arr[3].x" (also "grid[1][2]" and
+ * arrays of array typedefs); members of anonymous structs/unions are found
+ * through them.  An index is checked against the array's size unless the
+ * array has 0 or 1 elements or no size (trailing flexible arrays).
+ * Bit-fields exist for dw_has_member() but have no byte offset:
+ * dw_offsetof() on one is an error.
  *
  * Every query returns 0 on success and -1 on failure, after printing the
  * reason through error() (so a location set with error_set_location()
  * prefixes it), e.g.
  *     error: no member 'x' in struct 'lua_State' (in '/path/libluajit-5.1.so.2')
  *     error: cannot find struct 'lua_State' in '/usr/bin/luajit'
- *     error: no debug info in '/usr/sbin/nginx'  + hint: line
+ *     error: cannot find struct 'nope' in '/a', '/b'   (several searched)
+ *     error: no debug info in '/usr/sbin/nginx'  + hint: lines (dbgsym
+ *            package / -g, the build-id path looked for)
+ *     error: cannot open '/x': No such file or directory
+ *     error: '/x' is not an ELF file
+ * When searching the set (MODULE NULL), binaries without debug info are
+ * skipped and named in a hint if the search fails; unreadable ones get a
+ * warning (once) and are skipped.  Naming such a binary as MODULE is an
+ * error.
  */
 #ifndef STAPXX_DWARF_H
 #define STAPXX_DWARF_H
@@ -43,23 +69,29 @@ int dw_sizeof(struct dw_set *set, const char *type, const char *module,
 int dw_offsetof(struct dw_set *set, const char *type, const char *member,
 		const char *module, long long *out);
 
-/* @has_member(TYPE, a.b[, MODULE]): *out = 1 or 0.  A missing TYPE is an
- * error (-1); a missing member is not. */
+/* @has_member(TYPE, a.b[, MODULE]): *out = 1 or 0.  A missing TYPE (or
+ * a malformed path) is an error (-1); a missing member, a path through a
+ * non-struct or an out-of-range index is *out = 0. */
 int dw_has_member(struct dw_set *set, const char *type, const char *member,
 		  const char *module, int *out);
 
-/* @has_type(TYPE[, MODULE]): *out = 1 if a complete definition exists. */
+/* @has_type(TYPE[, MODULE]): *out = 1 if a complete definition exists,
+ * else 0.  Still an error (-1) if no binary with debug info could be
+ * searched: 0 would be a guess. */
 int dw_has_type(struct dw_set *set, const char *type, const char *module,
 		int *out);
 
-/* @enum(NAME[, MODULE]): value of enumerator NAME. */
+/* @enum(NAME[, MODULE]): value of enumerator NAME (sign-extended unless
+ * the enum's underlying type is unsigned). */
 int dw_enum(struct dw_set *set, const char *name, const char *module,
 	    long long *out);
 
 /* @var("sym") helper: find the binary and compile unit that define global
  * variable SYM (a definition, not a declaration).  On success *module_out
  * and *cu_out point into the set (valid until dw_set_free()); *cu_out is
- * the CU's DW_AT_name as stap expects in "sym@CU". */
+ * the CU's DW_AT_name as stap expects in "sym@CU".  A definition has
+ * DW_AT_location or DW_AT_specification; an external definition anywhere
+ * in the set wins over a file-local (static) one. */
 int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 
