@@ -156,44 +156,57 @@ static int is_dir(const char *path)
 
 /* --- where things are ----------------------------------------------------- */
 
-/* The installed runtime: $SYSTEMTAP_RUNTIME, else PREFIX/share/systemtap/runtime
- * for the stap found in $PATH, else /usr/share/systemtap/runtime. NULL if
- * none exists. Caller frees. */
+/* PREFIX/share/systemtap/runtime for the stap executable STAP (a path), or
+ * NULL. Caller frees. */
+static char *runtime_of(const char *stap)
+{
+	char real[PATH_MAX];
+	if (access(stap, X_OK) < 0 || !realpath(stap, real))
+		return NULL;
+	for (int up = 0; up < 2; up++) {	/* PREFIX/bin/stap -> PREFIX */
+		char *slash = strrchr(real, '/');
+		if (!slash)
+			return NULL;
+		*slash = '\0';
+	}
+	char *rt = xasprintf("%s/share/systemtap/runtime", real);
+	if (is_dir(rt))
+		return rt;
+	free(rt);
+	return NULL;
+}
+
+/* The installed runtime: $SYSTEMTAP_RUNTIME, else the runtime of the stap
+ * that stap++ runs ($STAPXX_STAP, else "stap" from $PATH), else
+ * /usr/share/systemtap/runtime. NULL if none exists. Caller frees. */
 static char *find_runtime(void)
 {
 	const char *env = getenv("SYSTEMTAP_RUNTIME");
 	if (env && *env)
 		return is_dir(env) ? xstrdup(env) : NULL;
-	const char *path = getenv("PATH");
-	if (path) {
-		char *copy = xstrdup(path), *save = NULL;
-		for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-			char *stap = xasprintf("%s/stap", *d ? d : ".");
-			char real[PATH_MAX];
-			int ok = access(stap, X_OK) == 0 && realpath(stap, real);
-			free(stap);
-			if (!ok)
-				continue;
-			/* PREFIX/bin/stap -> PREFIX/share/systemtap/runtime */
-			char *slash = strrchr(real, '/');
-			if (slash) {
-				*slash = '\0';
-				slash = strrchr(real, '/');
+	const char *stap = getenv("STAPXX_STAP");
+	if (!stap || !*stap)
+		stap = "stap";
+	char *rt = NULL;
+	if (strchr(stap, '/')) {
+		rt = runtime_of(stap);
+	} else {
+		const char *path = getenv("PATH");
+		char *copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
+		for (char *d = strtok_r(copy, ":", &save); d && !rt; d = strtok_r(NULL, ":", &save)) {
+			char *p = xasprintf("%s/%s", *d ? d : ".", stap);
+			if (access(p, X_OK) == 0) {
+				rt = runtime_of(p);
+				free(p);
+				break;
 			}
-			if (slash) {
-				*slash = '\0';
-				char *rt = xasprintf("%s/share/systemtap/runtime", real);
-				if (is_dir(rt)) {
-					free(copy);
-					return rt;
-				}
-				free(rt);
-			}
-			break;
+			free(p);
 		}
 		free(copy);
 	}
-	return is_dir("/usr/share/systemtap/runtime") ? xstrdup("/usr/share/systemtap/runtime") : NULL;
+	if (!rt && is_dir("/usr/share/systemtap/runtime"))
+		rt = xstrdup("/usr/share/systemtap/runtime");
+	return rt;
 }
 
 /* The target kernel's header trees, most specific first: the build and
