@@ -1,0 +1,114 @@
+/*
+ * expand.h - the stapxx macro dialect: .sxx text in, plain stap text out.
+ *
+ * Macros (see stap++ --help and README):
+ *   @use a.b, c.d            load module tapset/a/b.sxx (each once, recursively)
+ *   $^arg_NAME [:default(V)] value of --arg NAME=V (or the default)
+ *   $^exec_path              the target executable
+ *   $^libNAME_path           the target's shared library libNAME (exact match
+ *                            libNAME[-.0-9]*.so(.N)*, then looser; else the
+ *                            executable, with a warning)
+ *   $^target                 target()
+ *   $^pid_ok                 "is this process one we trace?" (depends on mode)
+ *   @pfunc(NAME)             process("EXEC").function("NAME")
+ *   $*NAME := EXPR           binds (expands to nothing); later $*NAME -> EXPR
+ *   @sizeof(T[, MOD]) @offsetof(T, a.b[, MOD]) @has_member(T, a[, MOD])
+ *   @has_type(T[, MOD]) @enum(NAME[, MOD])   DWARF, through dw_*()
+ *   @var("sym")              @var("sym@CU", "MODULE") (module found in DWARF)
+ *
+ * Expansion never changes line numbers: a macro whose text spans lines is
+ * replaced by its value followed by the same number of newlines, and values
+ * that contain newlines are joined with spaces.  Macros are not expanded in
+ * comments; inside string literals only $^ macros are, and --arg values
+ * there are escaped.  In code, --arg values that could change the script's
+ * structure (newline, ';', braces, comments, '%{', unbalanced quotes or
+ * brackets, @define) are rejected.
+ *
+ * Errors are reported through error() with FILE:LINE set; expansion goes
+ * on after errors that do not hide later ones (e.g. unknown struct members),
+ * so one run reports them all.  Nothing here calls die() or exit().
+ */
+#ifndef STAPXX_EXPAND_H
+#define STAPXX_EXPAND_H
+
+#include <stddef.h>
+
+#include "source.h"
+
+struct dw_set;
+
+/* How $^pid_ok decides whether the current process is traced. */
+enum target_mode {
+	TARGET_NONE,	/* no target: $^pid_ok, $^exec_path... are errors */
+	TARGET_PID,	/* -x PID or -c CMD: pid() == target() */
+	TARGET_MASTER,	/* --master: ppid() == target() (run-time children);
+			   without staprun -x, execname() match */
+	TARGET_EXEC,	/* --exec / --sample-pid: pid() == target() when
+			   staprun -x was given, else execname() match */
+};
+
+/* One --arg NAME=VALUE. */
+struct expand_arg {
+	const char *name;
+	const char *value;
+	int used;		/* set by expand_script() */
+};
+
+struct expand_opts {
+	enum target_mode mode;
+	const char *exec_path;	/* NULL: no target executable */
+	const char *exec_comm;	/* execname() to match (TASK_COMM_LEN-1 chars) */
+	char *const *libs;	/* shared libraries, load order */
+	size_t nlibs;
+	struct dw_set *dw;	/* NULL: DWARF macros are errors */
+	char *const *incdirs;	/* module search path, in order */
+	size_t nincdirs;
+	struct expand_arg *args;	/* --arg values */
+	size_t nargs;
+	int scan_only;		/* only load modules and collect $^arg_*:
+				   no target, DWARF or --arg values needed */
+};
+
+/* One file of the expanded script. */
+struct xfile {
+	char *module;		/* "a.b", or NULL for the main script */
+	struct source *src;	/* the original text (owned) */
+	char *out;		/* expanded text (owned; NULL if scan_only) */
+};
+
+/* One script argument ($^arg_NAME) seen in the script or its modules. */
+struct xparam {
+	char *name;
+	char *def;		/* default value, or NULL */
+	const char *file;	/* where first seen (points into an xfile) */
+	int line;
+};
+
+struct expansion {
+	struct xfile *files;	/* [0] is the main script, then modules in
+				   the order they were first used */
+	size_t nfiles;
+	struct xparam *params;	/* in order of first use */
+	size_t nparams;
+	struct strv modules;	/* binaries @var() resolved into (for -d) */
+};
+
+/*
+ * expand_script - load MAIN's modules and expand everything.
+ * Takes ownership of MAIN (even on failure).  Fills *X (free it with
+ * expansion_free(), also on failure).  Returns 0, or -1 after at least one
+ * error() was printed.
+ */
+int expand_script(const struct expand_opts *o, struct source *main,
+		  struct expansion *x);
+void expansion_free(struct expansion *x);
+
+/* Module name "a.b" -> relative path "a/b.sxx" (malloc'd); NULL if NAME is
+ * not a dotted list of identifiers. */
+char *module_relpath(const char *name);
+
+/* 0 if VALUE may be substituted into script code, else -1 after an error
+ * that names argument NAME and the reason. */
+int check_code_value(const char *name, const char *value);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * stap.h - running SystemTap: the private temp dir, stap's argv, the run.
+ */
+#ifndef STAPXX_STAP_H
+#define STAPXX_STAP_H
+
+#include <sys/types.h>
+
+#include "source.h"
+
+/* Create the private temp dir ($TMPDIR or /tmp, "stap++-XXXXXX", mode 0700)
+ * and arrange for it to be removed at exit() and on SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT (unless tmpdir_keep()).  Returns its path (owned by
+ * this module), or NULL after error(). */
+const char *tmpdir_create(void);
+
+/* Write DATA to REL (e.g. "tapset/a.b.stp") inside the temp dir, creating
+ * one level of subdirectory if needed.  Returns the full path (malloc'd),
+ * or NULL after error(). */
+char *tmpdir_write(const char *rel, const char *data, size_t len);
+
+/* Keep the temp dir at exit (stap++ -k). */
+void tmpdir_keep(void);
+
+/* Remove the temp dir now (also done at exit). */
+void tmpdir_remove(void);
+
+/* What goes on stap's command line. */
+struct stap_opts {
+	int verbose;		/* number of -v */
+	struct strv defines;	/* user -D NM[=VAL]; override the defaults */
+	struct strv dpaths;	/* -d PATH: executable, libraries, extra */
+	const char *tapset_dir;	/* -I for the expanded modules, or NULL */
+	pid_t pid;		/* -x PID, or 0 */
+	const char *cmd;	/* -c CMD, or NULL */
+	const char *pass;	/* -p N */
+	const char *module;	/* -m NAME */
+	const char *krelease;	/* -r KRELEASE */
+	const char *runtime;	/* -R DIR */
+	const char *outfile;	/* -o FILE */
+	struct strv kbuild;	/* -B NAME=VAL */
+	int keep;		/* -k */
+	int skip_badvars;	/* --skip-badvars */
+	struct strv extra;	/* everything after "--" */
+	const char *script;	/* the expanded main script */
+	struct strv script_args;	/* $1, $2, ... */
+};
+
+/* The stap binary: $STAPXX_STAP, else "stap" (from $PATH). */
+const char *stap_binary(void);
+
+/* Build the argv (OUT gets argv[0] and every argument; NULL-terminated). */
+void stap_argv(const struct stap_opts *o, struct strv *out);
+
+/*
+ * Run ARGV (no shell) and wait for it.  stap's stderr is copied to ours
+ * with every FROM[i] path replaced by TO[i], so its messages name the .sxx
+ * files instead of the temp copies (same line numbers).  Ctrl-C reaches
+ * stap directly (same process group); SIGTERM/SIGHUP/SIGQUIT sent to
+ * stap++ are forwarded to it.  Returns stap's exit status (128+N if killed
+ * by signal N), or -1 after error() if it could not be started.
+ */
+int stap_run(char *const argv[], char *const from[], char *const to[],
+	     size_t nmap);
+
+#endif
