@@ -474,17 +474,14 @@ static void search_init(struct search *s, struct dw_set *set,
 }
 
 /* The search found nothing: print "cannot find WHAT in LIST" (or "no debug
- * info in ...") with hints.  Returns -1. */
+ * info in ...") with hints.  The first binary without debug info (the
+ * executable, if it is one of them) gets the full how-to hint.  Returns
+ * -1. */
 static int search_fail(struct search *s, const char *what, const char *extra)
 {
 	if (!s->n_searched && s->n_nodebug) {
 		error("no debug info in %s", s->nodebug);
-		if (s->n_nodebug == 1)
-			hint_debuginfo(s->first_nodebug);
-		else
-			hint("install the debug symbols of those binaries "
-			     "(Debian: their -dbgsym packages) or rebuild "
-			     "them with -g");
+		hint_debuginfo(s->first_nodebug);
 	} else if (!s->n_searched && s->n_unusable) {
 		error("cannot find %s: no readable binary to search", what);
 	} else if (!s->n_searched) {
@@ -495,8 +492,10 @@ static int search_fail(struct search *s, const char *what, const char *extra)
 		error("cannot find %s in %s", what, s->searched);
 		if (extra)
 			hint("%s", extra);
-		if (s->n_nodebug)
-			hint("not searched, no debug info: %s", s->nodebug);
+		if (s->n_nodebug) {
+			hint("not searched, no debug info in %s", s->nodebug);
+			hint_debuginfo(s->first_nodebug);
+		}
 	}
 	return -1;
 }

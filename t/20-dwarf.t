@@ -1,0 +1,243 @@
+#!/usr/bin/perl
+# DWARF resolution through ./stap++ --dump-src: @sizeof, @offsetof,
+# @has_member, @has_type, @enum and @var against C fixtures compiled here
+# with several debug-info flavours.  Every expected size, offset and
+# enumerator value comes from t/fixtures/dwarf/layout.c, compiled from the
+# same headers: nothing is typed by hand.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/fixtures/dwarf";
+use DwarfTest;
+use Test::More;
+
+my $F = "$ROOT/t/fixtures/dwarf";
+my $out = scratch('20-dwarf');
+ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
+
+# ---- expected values, from the compiler
+build('cc', '-Wall', '-o', "$out/layout", "$F/layout.c");
+my $layout = build("$out/layout");
+my @prog = layout_lines($layout, 'prog');
+my @lib = layout_lines($layout, 'lib');
+cmp_ok(scalar @prog, '>', 80, 'layout.c printed the fixture layouts');
+
+# has_member/has_type follow from the same lines, plus cases whose answer
+# is a matter of definition, not of layout.
+my @derived = (
+	(map { { %$_, op => 'has_member', value => 1 } }
+	 grep { $_->{op} eq 'offsetof' } @prog),
+	(map { { %$_, op => 'has_type', value => 1 } }
+	 grep { $_->{op} eq 'sizeof' } @prog),
+	{ op => 'has_member', type => 'struct outer', member => 'nope', value => 0 },
+	{ op => 'has_member', type => 'struct outer', member => 'in.nope', value => 0 },
+	{ op => 'has_member', type => 'struct outer', member => 'c.x', value => 0 },
+	{ op => 'has_member', type => 'struct outer', member => 'arr[3]', value => 0 },
+	{ op => 'has_member', type => 'outer_alias_t', member => 'halves.mid', value => 0 },
+	{ op => 'has_member', type => 'struct outer', member => 'flag1', value => 1 },
+	{ op => 'has_member', type => 'struct outer', member => 'flag2', value => 1 },
+	{ op => 'has_type', type => 'struct opaque', value => 0 },
+	{ op => 'has_type', type => 'opaque_t', value => 0 },
+	{ op => 'has_type', type => 'struct nope', value => 0 },
+	{ op => 'has_type', type => 'union outer', value => 0 },
+	{ op => 'has_type', type => 'const struct point', value => 1 },
+	{ op => 'has_type', type => 'unsigned long long', value => 1 },
+);
+my @queries = (@prog, @derived);
+
+# ---- the fixture in several debug-info flavours
+my @src = ("$F/prog.c", "$F/late.c");
+my %flavours = (
+	'g'      => ['-g'],			# GCC's default: DWARF 5
+	'dwarf4' => ['-gdwarf-4'],
+	'dwarf2' => ['-gdwarf-2'],		# member offsets as exprlocs
+	'O2'     => ['-O2', '-g'],
+	'types'  => ['-gdwarf-4', '-fdebug-types-section'],	# type units
+);
+for my $fl (sort keys %flavours) {
+	build('cc', @{ $flavours{$fl} }, '-o', "$out/prog-$fl", @src);
+}
+# stripped, with its DWARF in a separate file found by .gnu_debuglink
+build('cc', '-g', '-o', "$out/prog-full", @src);
+build('objcopy', '--only-keep-debug', "$out/prog-full", "$out/prog-stripped.debug");
+build('strip', '-o', "$out/prog-stripped", "$out/prog-full");
+build('objcopy', "--add-gnu-debuglink=$out/prog-stripped.debug", "$out/prog-stripped");
+# and a copy whose debug file is gone
+build('cp', "$out/prog-stripped.debug", "$out/prog-lost.debug");
+build('strip', '-o', "$out/prog-lost", "$out/prog-full");
+build('objcopy', "--add-gnu-debuglink=$out/prog-lost.debug", "$out/prog-lost");
+unlink("$out/prog-lost.debug") or die;
+build('cc', '-O2', '-o', "$out/prog-nodebug", @src);
+
+for my $bin ("$out/prog-stripped", "$out/prog-lost", "$out/prog-nodebug") {
+	unlike(build('readelf', '-S', '-W', $bin), qr/\.debug_info/,
+	       "$bin has no .debug_info of its own");
+}
+
+my $script = "$out/queries.stp";
+{
+	open(my $fh, '>', $script) or die;
+	print $fh script_for(\@queries);
+}
+for my $fl ((sort keys %flavours), 'stripped') {
+	my $bin = "$out/prog-$fl";
+	my ($rc, $o, $e) = dump_src($script, '--exec', $bin);
+	is($rc, 0, "$fl: stap++ --dump-src exits 0") or diag($e);
+	is($e, '', "$fl: no messages");
+	check_resolved($fl, \@queries, $o);
+}
+
+# The module named explicitly gives the same answers.
+{
+	my $mscript = "$out/queries-module.stp";
+	open(my $fh, '>', $mscript) or die;
+	print $fh script_for(\@prog, "$out/prog-dwarf4");
+	close($fh);
+	my ($rc, $o, $e) = dump_src($mscript, '--exec', "$out/prog-g");
+	is($rc, 0, 'explicit module: exits 0') or diag($e);
+	check_resolved('explicit module', \@prog, $o);
+}
+
+# ---- @var: the module and CU that define a global
+sub var_script {
+	my ($file, @syms) = @_;
+	open(my $fh, '>', $file) or die;
+	print $fh "probe begin {\n";
+	print $fh "\tprintln(\@var(\"$_\"))\n" for @syms;
+	print $fh "}\n";
+}
+var_script("$out/var.stp", qw(g_counter s_hidden g_late g_outer));
+for my $fl ('g', 'O2', 'stripped') {
+	my $bin = "$out/prog-$fl";
+	my ($rc, $o, $e) = dump_src("$out/var.stp", '--exec', $bin);
+	is($rc, 0, "\@var $fl: exits 0") or diag($e);
+	for (['g_counter', "$F/prog.c"], ['s_hidden', "$F/prog.c"],
+	     ['g_late', "$F/late.c"], ['g_outer', "$F/prog.c"]) {
+		my ($sym, $cu) = @$_;
+		my $want = qq{\@var("$sym\@$cu", "$bin")};
+		like($o, qr/\Q$want\E/, "\@var $fl: $sym is in $cu of $bin");
+	}
+}
+
+# ---- errors: one script, each line its own error, all reported
+my @errors = (
+	['@sizeof(struct nope)', "cannot find struct 'nope' in '%B'"],
+	['@offsetof(struct outer, nope)', "no member 'nope' in struct 'outer' (in '%B')"],
+	['@offsetof(outer_t, in.nope)', "no member 'nope' in 'in' of type 'outer_t' (in '%B')"],
+	['@offsetof(anon_typedef_t, zz)', "no member 'zz' in type 'anon_typedef_t' (in '%B')"],
+	['@offsetof(struct outer, c.x)', "member 'c' of struct 'outer' is not a struct or union (looking up 'x') (in '%B')"],
+	['@offsetof(struct outer, c[1])', "member 'c' of struct 'outer' is not an array (in '%B')"],
+	['@offsetof(struct outer, arr[3])', "index 3 out of range for 'arr' of struct 'outer' (3 elements) (in '%B')"],
+	['@offsetof(struct outer, grid[1][5])', "index 5 out of range for 'grid[1]' of struct 'outer' (5 elements) (in '%B')"],
+	['@offsetof(struct outer, flag1)', "member 'flag1' of struct 'outer' is a bit-field: it has no byte offset (in '%B')"],
+	['@offsetof(enum color, x)', "enum 'color' is not a struct or union (in '%B')"],
+	['@offsetof(struct outer, a..b)', "invalid member path 'a..b' for struct 'outer'"],
+	['@offsetof(struct outer, arr[x])', "invalid array index in 'arr[x]' for struct 'outer'"],
+	['@sizeof(opaque_t)', "cannot find type 'opaque_t' in '%B'"],
+	['@sizeof(struct outer *)', "invalid type 'struct outer *': pointer types are not supported"],
+	['@sizeof(struct 9x)', "invalid type 'struct 9x': expected 'struct NAME', 'union NAME', 'enum NAME' or a type name"],
+	['@enum(NOPE)', "cannot find enumerator 'NOPE' in '%B'"],
+	['@var("nope")', "cannot find variable 'nope' in '%B'"],
+	['@has_member(struct nope, x)', "cannot find struct 'nope' in '%B'"],
+	['@sizeof(int, "/nonexistent/libx.so")', "cannot open '/nonexistent/libx.so': No such file or directory"],
+	['@sizeof(int, "%F/types.h")', "'%F/types.h' is not an ELF file"],
+);
+{
+	my $bin = "$out/prog-g";
+	my $escript = "$out/errors.stp";
+	open(my $fh, '>', $escript) or die;
+	print $fh "probe begin {\n";
+	print $fh "\tx = $_->[0]\n" =~ s/%F/$F/gr for @errors;
+	print $fh "}\n";
+	close($fh);
+	my ($rc, $o, $e) = dump_src($escript, '--exec', $bin);
+	is($rc, 1, 'errors: exit status 1');
+	my $line = 2;
+	for (@errors) {
+		my $msg = $_->[1] =~ s/%B/$bin/gr =~ s/%F/$F/gr;
+		# "in LIST": the target's libraries with DWARF (libc6-dbg...)
+		# may follow the binary itself
+		my $more = $msg =~ /^cannot find .* in '[^']*'$/ ? qr/(?:, '[^']*')*/ : '';
+		like($e, qr/^\Q$escript:$line: error: $msg\E$more$/m,
+		     "error for $_->[0]");
+		$line++;
+	}
+	like($e, qr/^hint: '\Q$bin\E' declares it but has no complete definition$/m,
+	     'hint for a type that is only declared');
+}
+
+# ---- no debug info: error and hint, with the build-id path to look for
+for my $fl ('nodebug', 'lost') {
+	my $bin = "$out/prog-$fl";
+	my ($id) = build('readelf', '-n', $bin) =~ /Build ID: ([0-9a-f]+)/;
+	ok($id, "$fl: has a build-id");
+	my $p = '/usr/lib/debug/.build-id/' . substr($id, 0, 2) . '/' . substr($id, 2) . '.debug';
+	my $hint1 = qr/^hint: install the debug symbols of '\Q$bin\E' \(Debian: its -dbgsym package from the debian-debug archive\) or rebuild it with -g$/m;
+	my $hint2 = qr/^hint: a separate debug file is found by build-id as \Q$p\E, or through the binary's \.gnu_debuglink$/m;
+
+	# named as the module: exactly this binary
+	my $nscript = "$out/nodebug-$fl.stp";
+	open(my $fh, '>', $nscript) or die;
+	print $fh "probe begin {\n\tprintln(\@sizeof(struct outer, \"$bin\"))\n}\n";
+	close($fh);
+	my ($rc, $o, $e) = dump_src($nscript, '--exec', $bin);
+	is($rc, 1, "$fl named: exit status 1");
+	like($e, qr/^\Q$nscript\E:2: error: no debug info in '\Q$bin\E'$/m,
+	     "$fl named: no debug info error");
+	like($e, $hint1, "$fl named: hint: dbgsym or -g");
+	like($e, $hint2, "$fl named: hint names the build-id path");
+
+	# searched: the executable's missing DWARF is reported (its libraries
+	# may have theirs, e.g. with libc6-dbg installed)
+	($rc, $o, $e) = dump_src($script, '--exec', $bin);
+	is($rc, 1, "$fl searched: exit status 1");
+	like($e, qr/^(?:\Q$script\E:\d+: error: |hint: not searched, )no debug info in '\Q$bin\E'/m,
+	     "$fl searched: says the executable has no debug info");
+	like($e, $hint1, "$fl searched: hint: dbgsym or -g");
+	like($e, $hint2, "$fl searched: hint names the build-id path");
+}
+
+# ---- a type only in a shared library
+build('cc', '-g', '-shared', '-fPIC', '-o', "$out/libshared.so", "$F/libshared.c");
+build('cc', '-g', '-o', "$out/app", "$F/app.c", "-L$out", '-lshared',
+      '-Wl,-rpath,$ORIGIN');
+{
+	my $lscript = "$out/lib.stp";
+	my @libq = (@lib, { op => 'has_type', type => 'struct only_in_lib', value => 1 });
+	open(my $fh, '>', $lscript) or die;
+	print $fh script_for(\@libq);
+	close($fh);
+	my ($rc, $o, $e) = dump_src($lscript, '--exec', "$out/app");
+	is($rc, 0, 'shared library: exits 0') or diag($e);
+	check_resolved('shared library, searched', \@libq, $o);
+
+	open($fh, '>', $lscript) or die;
+	print $fh script_for(\@libq, "$out/libshared.so");
+	close($fh);
+	($rc, $o, $e) = dump_src($lscript, '--exec', "$out/app");
+	is($rc, 0, 'shared library named: exits 0') or diag($e);
+	check_resolved('shared library, named', \@libq, $o);
+
+	var_script("$out/libvar.stp", qw(lib_state app_counter));
+	($rc, $o, $e) = dump_src("$out/libvar.stp", '--exec', "$out/app");
+	is($rc, 0, 'shared library @var: exits 0') or diag($e);
+	my $want = qq{\@var("lib_state\@$F/libshared.c", "$out/libshared.so")};
+	like($o, qr/\Q$want\E/, '@var finds lib_state in the library');
+	$want = qq{\@var("app_counter\@$F/app.c", "$out/app")};
+	like($o, qr/\Q$want\E/, '@var finds app_counter in the executable');
+
+	open($fh, '>', "$out/liberr.stp") or die;
+	print $fh "probe begin {\n";
+	print $fh "\tx = \@sizeof(struct only_in_lib, \"$out/app\")\n";
+	print $fh "\ty = \@sizeof(struct nope)\n";
+	print $fh "}\n";
+	close($fh);
+	($rc, $o, $e) = dump_src("$out/liberr.stp", '--exec', "$out/app");
+	is($rc, 1, 'shared library errors: exit status 1');
+	like($e, qr/^\Q$out\E\/liberr.stp:2: error: cannot find struct 'only_in_lib' in '\Q$out\E\/app'$/m,
+	     'type absent from the named module');
+	like($e, qr/^\Q$out\E\/liberr.stp:3: error: cannot find struct 'nope' in '\Q$out\E\/app', '\Q$out\E\/libshared.so'/m,
+	     'every searched binary is listed');
+}
+
+done_testing();
