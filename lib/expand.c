@@ -33,6 +33,10 @@ struct xctx {
 	size_t nlibs;
 	int errors;
 	int depth;			/* nesting of expand_range() */
+	int dead;			/* > 0: inside a %( %? %: %) branch that
+					   stap will drop (no DWARF lookups) */
+	struct binding *defs;		/* @define NAME %( BODY %), expanded */
+	size_t ndefs;
 };
 
 #define MAX_DEPTH 64
@@ -917,7 +921,7 @@ static void do_dwarf(struct xctx *c, size_t at, enum dwop op,
 	long long v = 0;
 	int flag = 0, rc;
 
-	if (c->o->scan_only) {
+	if (c->o->scan_only || c->dead) {
 		buf_addc(out, '0');
 		return;
 	}
@@ -1035,7 +1039,7 @@ static size_t do_at(struct xctx *c, size_t i, size_t end, struct buf *out)
 			char *sym = unquote(arg0);
 			const char *mod = NULL, *cu = NULL;
 			free(id);
-			if (c->o->scan_only) {
+			if (c->o->scan_only || c->dead) {
 				buf_adds(out, "@var(\"\")");
 			} else if (!*sym) {
 				xerr(c, i, "empty symbol name in @var");
@@ -1077,6 +1081,237 @@ static size_t do_at(struct xctx *c, size_t i, size_t end, struct buf *out)
 	return j;
 }
 
+/* ------------------------------------------- %( COND %? A %: B %) */
+
+/*
+ * stap's preprocessor conditionals pick one branch at parse time.  When the
+ * condition (after expansion) is plain integer arithmetic, e.g.
+ * "%( @has_member(TValue, ftsz) == 1 %?" -> "%( 0 == 1 %?", we evaluate it
+ * the same way so DWARF macros in the branch stap drops are not resolved
+ * (they may well not exist in this build: that is why the test is there).
+ * Anything else (kernel_v, arch, ...) leaves both branches live.
+ */
+struct ceval {
+	struct xctx *c;
+	const char *p, *end;
+	int ok, depth;
+};
+
+static long long cond_or(struct ceval *e);
+
+static void ce_space(struct ceval *e)
+{
+	while (e->p < e->end && isspace((unsigned char)*e->p))
+		e->p++;
+}
+
+static int ce_eat(struct ceval *e, const char *tok)
+{
+	size_t n = strlen(tok);
+	ce_space(e);
+	if ((size_t)(e->end - e->p) >= n && strncmp(e->p, tok, n) == 0) {
+		e->p += n;
+		return 1;
+	}
+	return 0;
+}
+
+static const char *find_define(struct xctx *c, const char *name, size_t n)
+{
+	for (size_t i = c->ndefs; i-- > 0;)
+		if (strlen(c->defs[i].name) == n &&
+		    strncmp(c->defs[i].name, name, n) == 0)
+			return c->defs[i].value;
+	return NULL;
+}
+
+static long long cond_primary(struct ceval *e)
+{
+	ce_space(e);
+	if (!e->ok || e->p >= e->end)
+		goto bad;
+	if (ce_eat(e, "!"))
+		return !cond_primary(e);
+	if (ce_eat(e, "-"))
+		return -cond_primary(e);
+	if (ce_eat(e, "(")) {
+		long long v = cond_or(e);
+		if (!ce_eat(e, ")"))
+			goto bad;
+		return v;
+	}
+	if (isdigit((unsigned char)*e->p)) {
+		char *endp;
+		long long v = strtoll(e->p, &endp, 0);
+		if (endp > e->end)
+			goto bad;
+		e->p = endp;
+		return v;
+	}
+	if (*e->p == '@') {
+		const char *n = ++e->p, *body;
+		while (e->p < e->end && is_ident(*e->p))
+			e->p++;
+		body = find_define(e->c, n, (size_t)(e->p - n));
+		if (!body || e->depth > 16)
+			goto bad;
+		struct ceval sub = { e->c, body, body + strlen(body), 1,
+				     e->depth + 1 };
+		long long v = cond_or(&sub);
+		ce_space(&sub);
+		if (!sub.ok || sub.p != sub.end)
+			goto bad;
+		return v;
+	}
+bad:
+	e->ok = 0;
+	return 0;
+}
+
+static long long cond_cmp(struct ceval *e)
+{
+	long long l = cond_primary(e);
+	static const char *const ops[] = { "==", "!=", "<=", ">=", "<", ">" };
+
+	for (size_t k = 0; k < 6; k++) {
+		if (!ce_eat(e, ops[k]))
+			continue;
+		long long r = cond_primary(e);
+		switch (k) {
+		case 0: return l == r;
+		case 1: return l != r;
+		case 2: return l <= r;
+		case 3: return l >= r;
+		case 4: return l < r;
+		default: return l > r;
+		}
+	}
+	return l;
+}
+
+static long long cond_and(struct ceval *e)
+{
+	long long v = cond_cmp(e);
+	while (e->ok && ce_eat(e, "&&")) {
+		long long r = cond_cmp(e);
+		v = v && r;
+	}
+	return v;
+}
+
+static long long cond_or(struct ceval *e)
+{
+	long long v = cond_and(e);
+	while (e->ok && ce_eat(e, "||")) {
+		long long r = cond_and(e);
+		v = v || r;
+	}
+	return v;
+}
+
+/* 1 or 0, or -1 when COND is not plain integer arithmetic. */
+static int eval_cond(struct xctx *c, const char *cond, size_t n)
+{
+	struct ceval e = { c, cond, cond + n, 1, 0 };
+	long long v = cond_or(&e);
+
+	ce_space(&e);
+	if (!e.ok || e.p != e.end)
+		return -1;
+	return v != 0;
+}
+
+/* One open %( ... %) in expand_range(). */
+struct ppframe {
+	size_t cond_out;	/* where the condition starts in the output */
+	char *define;		/* "@define NAME %(": NAME, to record the body */
+	int value;		/* -1 unknown, 0, 1 */
+	int phase;		/* 0 condition, 1 then, 2 else */
+	int dead;		/* this frame incremented c->dead */
+};
+#define MAX_PP 32
+
+/* If OUT ends with "@define NAME " (no parameters), return NAME. */
+static char *define_name(const struct buf *out)
+{
+	size_t e = out->len, s;
+
+	while (e > 0 && isspace((unsigned char)out->s[e - 1]))
+		e--;
+	s = e;
+	while (s > 0 && is_ident(out->s[s - 1]))
+		s--;
+	if (s == e)
+		return NULL;
+	size_t d = s;
+	while (d > 0 && isspace((unsigned char)out->s[d - 1]))
+		d--;
+	if (d < 7 || strncmp(out->s + d - 7, "@define", 7) != 0)
+		return NULL;
+	return xstrndup(out->s + s, e - s);
+}
+
+static void pp_directive(struct xctx *c, char kind, struct buf *out,
+			 struct ppframe *st, int *n)
+{
+	struct ppframe *top = *n > 0 ? &st[*n - 1] : NULL;
+
+	switch (kind) {
+	case '(':
+		if (*n < MAX_PP) {
+			struct ppframe f = { out->len + 2, define_name(out), -1,
+					     0, 0 };
+			st[*n] = f;
+		}
+		(*n)++;
+		break;
+	case '?':
+		if (!top || *n > MAX_PP || top->phase != 0)
+			break;
+		top->value = eval_cond(c, out->s + top->cond_out,
+				       out->len - top->cond_out);
+		top->phase = 1;
+		if (top->value == 0) {
+			top->dead = 1;
+			c->dead++;
+		}
+		break;
+	case ':':
+		if (!top || *n > MAX_PP || top->phase != 1)
+			break;
+		top->phase = 2;
+		if (top->dead) {
+			top->dead = 0;
+			c->dead--;
+		}
+		if (top->value == 1) {
+			top->dead = 1;
+			c->dead++;
+		}
+		break;
+	case ')':
+		if (!top)
+			break;
+		if (*n <= MAX_PP) {
+			if (top->dead)
+				c->dead--;
+			if (top->define && top->phase == 0) {
+				c->defs = xrealloc(c->defs, (c->ndefs + 1) *
+						   sizeof(*c->defs));
+				c->defs[c->ndefs].name = top->define;
+				c->defs[c->ndefs].value =
+					trim_dup(out->s + top->cond_out,
+						 out->len - top->cond_out);
+				c->ndefs++;
+				top->define = NULL;
+			}
+			free(top->define);
+		}
+		(*n)--;
+		break;
+	}
+}
+
 /* --------------------------------------------------------------- driver */
 
 /*
@@ -1088,7 +1323,8 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 			   struct buf *out, int strip_comments)
 {
 	const char *t = c->src->text;
-	int in_str = 0, embedded = 0;
+	int in_str = 0, embedded = 0, npp = 0;
+	struct ppframe pp[MAX_PP];
 	size_t run = i;		/* start of text not yet copied */
 
 	if (++c->depth > MAX_DEPTH) {
@@ -1140,6 +1376,14 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 			i += 2;
 			continue;
 		}
+		if (ch == '%' && i + 1 < end && !embedded &&
+		    strchr("(?:)", t[i + 1])) {
+			FLUSH();
+			pp_directive(c, t[i + 1], out, pp, &npp);
+			buf_add(out, t + i, 2);
+			i = run = i + 2;
+			continue;
+		}
 		if (ch == '$' && i + 1 < end && (t[i + 1] == '^' || t[i + 1] == '*')) {
 			FLUSH();
 			next = t[i + 1] == '^' ? do_caret(c, i, end, out, 0)
@@ -1162,9 +1406,13 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 	FLUSH();
 #undef FLUSH
 	c->depth--;
+	while (npp > 0)		/* unbalanced %( : stap reports it */
+		pp_directive(c, ')', out, pp, &npp);
 	return end;
 fail:
 	c->depth--;
+	while (npp > 0)
+		pp_directive(c, ')', out, pp, &npp);
 	return (size_t)-1;
 }
 
@@ -1229,6 +1477,11 @@ int expand_script(const struct expand_opts *o, struct source *main,
 	for (size_t i = 0; i < x->nfiles; i++)
 		expand_file(&c, &x->files[i]);
 out:
+	for (size_t i = 0; i < c.ndefs; i++) {
+		free(c.defs[i].name);
+		free(c.defs[i].value);
+	}
+	free(c.defs);
 	for (size_t i = 0; i < c.nlibs; i++)
 		free(c.libs[i].name);
 	free(c.libs);
