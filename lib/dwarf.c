@@ -713,6 +713,7 @@ static int find_type(struct dw_set *set, const char *type, const char *module,
 		switch (peel(b, die)) {
 		case P_COMPLETE:
 			*bin_out = b;
+			free(extra);
 			search_done(&s);
 			return 1;
 		case P_DECLARATION:
