@@ -68,6 +68,15 @@ build('strip', '-o', "$out/prog-lost", "$out/prog-full");
 build('objcopy', "--add-gnu-debuglink=$out/prog-lost.debug", "$out/prog-lost");
 unlink("$out/prog-lost.debug") or die;
 build('cc', '-O2', '-o', "$out/prog-nodebug", @src);
+# dwz, as Debian's -dbgsym packages have it: types moved to partial units
+# and to a common file named by .gnu_debugaltlink
+my $has_dwz = ok(-x '/usr/bin/dwz', 'dwz is installed (apt-get install dwz)');
+build('cc', '-g', '-o', "$out/prog-dwz", @src);
+build('cc', '-gdwarf-4', '-o', "$out/prog-dwz4", @src);
+build('dwz', '-m', "$out/dwz-common.debug", '-M', "$out/dwz-common.debug",
+      "$out/prog-dwz", "$out/prog-dwz4") if $has_dwz;
+like(build('readelf', '-S', '-W', "$out/prog-dwz"), qr/\.gnu_debugaltlink/,
+     'dwz made a common debug file');
 
 for my $bin ("$out/prog-stripped", "$out/prog-lost", "$out/prog-nodebug") {
 	unlike(build('readelf', '-S', '-W', $bin), qr/\.debug_info/,
@@ -79,7 +88,7 @@ my $script = "$out/queries.stp";
 	open(my $fh, '>', $script) or die;
 	print $fh script_for(\@queries);
 }
-for my $fl ((sort keys %flavours), 'stripped') {
+for my $fl ((sort keys %flavours), 'stripped', 'dwz') {
 	my $bin = "$out/prog-$fl";
 	my ($rc, $o, $e) = dump_src($script, '--exec', $bin);
 	is($rc, 0, "$fl: stap++ --dump-src exits 0") or diag($e);
@@ -106,13 +115,14 @@ sub var_script {
 	print $fh "\tprintln(\@var(\"$_\"))\n" for @syms;
 	print $fh "}\n";
 }
-var_script("$out/var.stp", qw(g_counter s_hidden g_late g_outer));
-for my $fl ('g', 'O2', 'stripped') {
+var_script("$out/var.stp", qw(g_counter s_hidden g_late g_outer g_spec));
+for my $fl ('g', 'O2', 'stripped', 'dwz') {
 	my $bin = "$out/prog-$fl";
 	my ($rc, $o, $e) = dump_src("$out/var.stp", '--exec', $bin);
 	is($rc, 0, "\@var $fl: exits 0") or diag($e);
 	for (['g_counter', "$F/prog.c"], ['s_hidden', "$F/prog.c"],
-	     ['g_late', "$F/late.c"], ['g_outer', "$F/prog.c"]) {
+	     ['g_late', "$F/late.c"], ['g_outer', "$F/prog.c"],
+	     ['g_spec', "$F/prog.c"]) {
 		my ($sym, $cu) = @$_;
 		my $want = qq{\@var("$sym\@$cu", "$bin")};
 		like($o, qr/\Q$want\E/, "\@var $fl: $sym is in $cu of $bin");
