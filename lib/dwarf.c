@@ -1062,10 +1062,17 @@ static int offsetof_common(struct dw_set *set, const char *type,
 	if (!is_aggregate(&die))
 		return error("%s is not a struct or union (in '%s')", t.desc,
 			     b->path);
-	int r = walk_path(b, &die, t.desc, member, quiet, out);
+	/* Blanks are insignificant: "a . b[ 2 ]" is "a.b[2]". */
+	char *path = xmalloc(strlen(member) + 1), *q = path;
+	for (const char *p = member; *p; p++)
+		if (*p != ' ' && *p != '\t' && *p != '\n')
+			*q++ = *p;
+	*q = '\0';
+	int r = walk_path(b, &die, t.desc, path, quiet, out);
 	if (r == 2 && !quiet)
-		return error("member '%s' of %s is a bit-field: it has no "
-			     "byte offset (in '%s')", member, t.desc, b->path);
+		r = error("member '%s' of %s is a bit-field: it has no byte "
+			  "offset (in '%s')", path, t.desc, b->path);
+	free(path);
 	return r;
 }
 
