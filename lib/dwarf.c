@@ -1062,11 +1062,21 @@ static int offsetof_common(struct dw_set *set, const char *type,
 	if (!is_aggregate(&die))
 		return error("%s is not a struct or union (in '%s')", t.desc,
 			     b->path);
-	/* Blanks are insignificant: "a . b[ 2 ]" is "a.b[2]". */
-	char *path = xmalloc(strlen(member) + 1), *q = path;
-	for (const char *p = member; *p; p++)
-		if (*p != ' ' && *p != '\t' && *p != '\n')
-			*q++ = *p;
+	/* Blanks around punctuation are insignificant: "a . b[ 2 ]" is
+	 * "a.b[2]"; "a b" stays invalid. */
+	char *path = xmalloc(strlen(member) + 2), *q = path;
+	int blank = 0;
+	for (const char *p = member; *p; p++) {
+		if (*p == ' ' || *p == '\t' || *p == '\n') {
+			blank = 1;
+			continue;
+		}
+		if (blank && q > path && ident_char((unsigned char)q[-1], 0) &&
+		    ident_char((unsigned char)*p, 0))
+			*q++ = ' ';	/* walk_path rejects it */
+		blank = 0;
+		*q++ = *p;
+	}
 	*q = '\0';
 	int r = walk_path(b, &die, t.desc, path, quiet, out);
 	if (r == 2 && !quiet)

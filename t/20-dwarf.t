@@ -29,6 +29,9 @@ my @derived = (
 	 grep { $_->{op} eq 'offsetof' } @prog),
 	(map { { %$_, op => 'has_type', value => 1 } }
 	 grep { $_->{op} eq 'sizeof' } @prog),
+	# blanks in a member path do not matter
+	(map { { %$_, member => $_->{member} =~ s/([.\[\]])/ $1 /gr } }
+	 grep { $_->{op} eq 'offsetof' && $_->{member} =~ /\[.*\./ } @prog),
 	{ op => 'has_member', type => 'struct outer', member => 'nope', value => 0 },
 	{ op => 'has_member', type => 'struct outer', member => 'in.nope', value => 0 },
 	{ op => 'has_member', type => 'struct outer', member => 'c.x', value => 0 },
@@ -143,6 +146,7 @@ my @errors = (
 	['@offsetof(enum color, x)', "enum 'color' is not a struct or union (in '%B')"],
 	['@offsetof(struct outer, a..b)', "invalid member path 'a..b' for struct 'outer'"],
 	['@offsetof(struct outer, arr[x])', "invalid array index in 'arr[x]' for struct 'outer'"],
+	['@offsetof(struct outer, in d)', "invalid member path 'in d' for struct 'outer'"],
 	['@sizeof(opaque_t)', "cannot find type 'opaque_t' in '%B'"],
 	['@sizeof(struct outer *)', "invalid type 'struct outer *': pointer types are not supported"],
 	['@sizeof(struct 9x)', "invalid type 'struct 9x': expected 'struct NAME', 'union NAME', 'enum NAME' or a type name"],
