@@ -33,6 +33,8 @@ struct xctx {
 	size_t nlibs;
 	int errors;
 	int depth;			/* nesting of expand_range() */
+	int pending_nl;			/* newlines of a macro inside a string,
+					   emitted after the string ends */
 	int dead;			/* > 0: inside a %( %? %: %) branch that
 					   stap will drop (no DWARF lookups) */
 	struct binding *defs;		/* @define NAME %( BODY %), expanded */
@@ -166,6 +168,30 @@ static int comment_at(const char *t, size_t i, size_t end, int embedded)
 	if (t[i] == '#')
 		return !embedded;
 	return t[i] == '/' && i + 1 < end && (t[i + 1] == '/' || t[i + 1] == '*');
+}
+
+/* Copy t[from, to) without its comments (each becomes a space), trimmed. */
+static char *uncomment_dup(const char *t, size_t from, size_t to)
+{
+	struct buf b = {0};
+	char *r;
+
+	for (size_t i = from; i < to;) {
+		if (t[i] == '"') {
+			int closed;
+			size_t e = skip_string(t, i, to, &closed);
+			buf_add(&b, t + i, e - i);
+			i = e;
+		} else if (comment_at(t, i, to, 0)) {
+			i = skip_comment(t, i, to);
+			buf_addc(&b, ' ');
+		} else {
+			buf_addc(&b, t[i++]);
+		}
+	}
+	r = trim_dup(b.s ? b.s : "", b.len);
+	buf_free(&b);
+	return r;
 }
 
 /*
@@ -447,7 +473,7 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 				     "argument '%s'", name);
 				goto fail;
 			}
-			def = trim_dup(t + k + 9, close - k - 9);
+			def = uncomment_dup(t, k + 9, close);
 			j = close + 1;
 		}
 		p = find_param(c->x, name);
@@ -487,15 +513,23 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 			}
 		}
 		free(def);
-		add_newlines(out, t, i, j);
+		if (in_str) {
+			for (size_t q = i; q < j; q++)
+				c->pending_nl += t[q] == '\n';
+		} else {
+			add_newlines(out, t, i, j);
+		}
+	} else if (o->scan_only && (strcmp(id, "exec_path") == 0 ||
+				    strncmp(id, "lib", 3) == 0)) {
+		buf_adds(out, "/scan");	/* only the arguments matter now */
 	} else if (strcmp(id, "exec_path") == 0) {
-		if (!o->scan_only && need_exec(c, i, "$^exec_path") == 0)
+		if (need_exec(c, i, "$^exec_path") == 0)
 			emit_outside(c, i, out, "$^exec_path", o->exec_path,
 				     in_str);
 	} else if (strncmp(id, "lib", 3) == 0 && strlen(id) > 8 &&
 		   strcmp(id + strlen(id) - 5, "_path") == 0) {
 		char *name = xstrndup(id + 3, strlen(id) - 8);
-		if (!o->scan_only && need_exec(c, i, "$^lib*_path") == 0) {
+		if (need_exec(c, i, "$^lib*_path") == 0) {
 			const char *path = find_lib(c, i, name);
 			emit_outside(c, i, out, id, path, in_str);
 		}
@@ -536,11 +570,14 @@ static struct binding *find_binding(struct xctx *c, const char *name)
 }
 
 /* End of the expression of "$*NAME := EXPR" starting at t[i]: a newline,
- * ';' or comment at bracket depth 0, or an unmatched closing bracket. */
-static size_t expr_end(const char *t, size_t i, size_t end, int *depth_out)
+ * ';' or comment at bracket depth 0, or an unmatched closing bracket.
+ * *bad is set when brackets do not match or stay open. */
+static size_t expr_end(const char *t, size_t i, size_t end, int *bad)
 {
+	char stack[64];
 	int depth = 0;
 
+	*bad = 0;
 	for (; i < end; i++) {
 		char ch = t[i];
 		if (ch == '"') {
@@ -556,16 +593,24 @@ static size_t expr_end(const char *t, size_t i, size_t end, int *depth_out)
 				break;
 			i = skip_comment(t, i, end) - 1;
 		} else if (ch == '(' || ch == '[' || ch == '{') {
-			depth++;
+			if (depth == (int)sizeof(stack)) {
+				*bad = 1;
+				return i;
+			}
+			stack[depth++] = ch == '(' ? ')' : ch == '[' ? ']' : '}';
 		} else if (ch == ')' || ch == ']' || ch == '}') {
 			if (depth == 0)
 				break;
-			depth--;
+			if (stack[--depth] != ch) {
+				*bad = 1;
+				return i;
+			}
 		} else if ((ch == '\n' || ch == ';') && depth == 0) {
 			break;
 		}
 	}
-	*depth_out = depth;
+	if (depth)
+		*bad = 1;
 	return i;
 }
 
@@ -587,13 +632,13 @@ static size_t do_star(struct xctx *c, size_t i, size_t end, struct buf *out)
 	while (k < end && (t[k] == ' ' || t[k] == '\t'))
 		k++;
 	if (k + 1 < end && t[k] == ':' && t[k + 1] == '=') {
-		int depth;
-		size_t vs = k + 2, ve = expr_end(t, vs, end, &depth);
+		int bad;
+		size_t vs = k + 2, ve = expr_end(t, vs, end, &bad);
 		struct buf val = {0};
 		struct binding *b;
 		char *v;
 
-		if (depth != 0) {
+		if (bad) {
 			xerr(c, i, "unbalanced brackets in the value of '$*%s'",
 			     name);
 			free(name);
@@ -1342,9 +1387,17 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 				i += 2;
 				continue;
 			}
-			if (ch == '"' || ch == '\n')
+			if (ch == '"' || ch == '\n') {
 				in_str = 0;
-			else if (ch == '$' && i + 1 < end && t[i + 1] == '^') {
+				if (c->pending_nl) {
+					i += ch == '"';
+					FLUSH();
+					for (; c->pending_nl > 0; c->pending_nl--)
+						buf_addc(out, '\n');
+					run = i;
+					continue;
+				}
+			} else if (ch == '$' && i + 1 < end && t[i + 1] == '^') {
 				FLUSH();
 				next = do_caret(c, i, end, out, 1);
 				if (next == (size_t)-1)
@@ -1406,6 +1459,9 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 	FLUSH();
 #undef FLUSH
 	c->depth--;
+	if (c->depth == 0)
+		for (; c->pending_nl > 0; c->pending_nl--)
+			buf_addc(out, '\n');
 	while (npp > 0)		/* unbalanced %( : stap reports it */
 		pp_directive(c, ')', out, pp, &npp);
 	return end;

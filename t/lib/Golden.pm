@@ -1,0 +1,160 @@
+# Golden.pm - helpers for the stap++ preprocessor/driver tests (t/1*.t):
+# run ./stap++, normalise its output and compare it with t/golden/*.out.
+#
+# Regenerate the golden files after an intended change with
+#     STAPXX_REGEN=1 prove t/1*.t
+# and review the diff (git diff t/golden/) before committing.
+package Golden;
+
+use strict;
+use warnings;
+use Cwd qw(abs_path);
+use File::Path qw(make_path remove_tree);
+use File::Basename qw(dirname);
+use Test::More;
+use Exporter 'import';
+
+our @EXPORT = qw($ROOT $STAPXX $G scratch run_cmd stapxx golden
+		 fixture normalise slurp spit);
+
+our $ROOT = abs_path(dirname(__FILE__) . '/../..');
+our $STAPXX = "$ROOT/stap++";
+our $G = "$ROOT/t/golden";
+
+sub slurp {
+	my ($path) = @_;
+	open(my $fh, '<', $path) or die "$path: $!";
+	local $/;
+	my $s = <$fh>;
+	return $s;
+}
+
+sub spit {
+	my ($path, $data) = @_;
+	open(my $fh, '>', $path) or die "$path: $!";
+	print $fh $data;
+	close($fh) or die "$path: $!";
+}
+
+# A fresh t/out/NAME/ (absolute path).
+sub scratch {
+	my ($name) = @_;
+	my $dir = "$ROOT/t/out/$name";
+	remove_tree($dir);
+	make_path($dir);
+	return $dir;
+}
+
+# Run argv (no shell) in $ROOT; returns (exit status, stdout, stderr).
+# Options: env => {NAME => value or undef}, stdin => path, cwd => dir.
+sub run_cmd {
+	my ($opt, @cmd) = ref $_[0] eq 'HASH' ? @_ : ({}, @_);
+	my $tmp = "$ROOT/t/out/.golden.$$";
+	make_path("$ROOT/t/out");
+	my $pid = fork() // die "fork: $!";
+	if (!$pid) {
+		chdir($opt->{cwd} // $ROOT) or die "chdir: $!";
+		while (my ($k, $v) = each %{ $opt->{env} // {} }) {
+			if (defined $v) { $ENV{$k} = $v } else { delete $ENV{$k} }
+		}
+		open(STDIN, '<', $opt->{stdin} // '/dev/null') or die;
+		open(STDOUT, '>', "$tmp.out") or die;
+		open(STDERR, '>', "$tmp.err") or die;
+		exec { $cmd[0] } @cmd or die "exec $cmd[0]: $!";
+	}
+	waitpid($pid, 0);
+	my $rc = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+	my ($out, $err) = map {
+		my $s = slurp("$tmp.$_");
+		unlink "$tmp.$_";
+		$s;
+	} qw(out err);
+	return ($rc, $out, $err);
+}
+
+# Run ./stap++ with ARGS (first arg may be an options hash for run_cmd).
+# $STAPXX_STAP is cleared unless given, so the real stap is used.
+sub stapxx {
+	my ($opt, @args) = ref $_[0] eq 'HASH' ? @_ : ({}, @_);
+	my %env = (STAPXX_STAP => undef, %{ $opt->{env} // {} });
+	return run_cmd({ %$opt, env => \%env }, $STAPXX, @args);
+}
+
+# Replace what differs between machines and runs: the checkout path, temp
+# dirs, and the PIDs given in $subst (hash: value => placeholder).
+sub normalise {
+	my ($s, $subst) = @_;
+	$s =~ s{\Q$ROOT\E}{\@ROOT\@}g;
+	$s =~ s{/[^\s'"]*/stap\+\+-[A-Za-z0-9]{6}}{\@TMP\@}g;
+	for my $k (sort { length $b <=> length $a } keys %{ $subst // {} }) {
+		$s =~ s{\b\Q$k\E\b}{$subst->{$k}}g;
+	}
+	return $s;
+}
+
+# Compare a run with t/golden/NAME.out (or write it with STAPXX_REGEN=1).
+sub golden {
+	my ($name, $args, $rc, $out, $err, $subst) = @_;
+	my $got = "# stap++ " . normalise(join(' ', @$args), $subst) . "\n" .
+		  "exit: $rc\n--- stdout\n" . normalise($out, $subst) .
+		  "--- stderr\n" . normalise($err, $subst);
+	my $file = "$G/$name.out";
+	if ($ENV{STAPXX_REGEN}) {
+		spit($file, $got);
+		pass("$name: regenerated $file");
+		return 1;
+	}
+	if (!-e $file) {
+		fail("$name: no golden file $file (run with STAPXX_REGEN=1)");
+		diag($got);
+		return 0;
+	}
+	my $want = slurp($file);
+	if ($got eq $want) {
+		pass("$name matches golden");
+		return 1;
+	}
+	fail("$name differs from golden $file");
+	my $tmp = "$ROOT/t/out/.golden-diff.$$";
+	spit("$tmp.got", $got);
+	diag(scalar `diff -u $file $tmp.got`);
+	unlink "$tmp.got";
+	return 0;
+}
+
+# Build the target fixture (t/golden/fixture/*.c) once into
+# t/out/golden-fixture/; returns a hash of paths:
+#   target  - executable linked with libgxtra.so then libgx-1.2.so.3
+#   gx, gxtra - the two shared libraries
+#   static  - a statically linked executable (no shared libraries)
+sub fixture {
+	my $src = "$G/fixture";
+	my $dir = "$ROOT/t/out/golden-fixture";
+	my %f = (
+		dir => $dir,
+		target => "$dir/target",
+		gx => "$dir/libgx-1.2.so.3",
+		gxtra => "$dir/libgxtra.so",
+		static => "$dir/static",
+	);
+	my $stamp = "$dir/.built";
+	return \%f if -e $stamp && -M $stamp < -M "$src/target.c";
+	remove_tree($dir);
+	make_path($dir);
+	my @cc = ('cc', '-g', '-O0', '-Wall');
+	for my $cmd (
+		[@cc, '-shared', '-fPIC', '-Wl,-soname,libgx-1.2.so.3',
+		 '-o', $f{gx}, "$src/gx.c"],
+		[@cc, '-shared', '-fPIC', '-o', $f{gxtra}, "$src/gxtra.c"],
+		[@cc, '-o', $f{target}, "$src/target.c", "-L$dir", '-lgxtra',
+		 "-l:libgx-1.2.so.3", "-Wl,-rpath,$dir"],
+		[@cc, '-static', '-o', $f{static}, "$src/static.c"],
+	) {
+		my ($rc, $o, $e) = run_cmd(@$cmd);
+		BAIL_OUT("fixture build failed: @$cmd\n$o$e") if $rc;
+	}
+	spit($stamp, '');
+	return \%f;
+}
+
+1;
