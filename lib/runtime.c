@@ -416,7 +416,7 @@ static int apply_edits(const char *dir, unsigned fixes)
 			error("cannot apply SystemTap runtime fix %u: '%s' has %s of \"%.40s\"",
 			      e->fix == FIX_TASK_WORK_CANCEL ? 1 : 2, e->file,
 			      count ? "several copies" : "no copy", e->anchor);
-			hint("this runtime differs from SystemTap 4.8's; try --no-runtime-fix");
+			hint("the installed runtime differs from the SystemTap 4.8 runtime these fixes are for");
 			free(text);
 			free(path);
 			return -1;
@@ -500,7 +500,7 @@ int runtime_fix(const char *krelease, char **dir_out)
 	if (!root) {
 		free(rt);
 		error("cannot find a cache dir for the patched SystemTap runtime");
-		hint("set XDG_CACHE_HOME or HOME, or use --no-runtime-fix");
+		hint("set XDG_CACHE_HOME or HOME");
 		return -1;
 	}
 	uint64_t h = 0xcbf29ce484222325ULL;

@@ -19,7 +19,7 @@ ok $prof, 'prof module builds';
 # the same module on a runtime with only fix 1: shows what fix 2 is for
 my $fixed_rt;
 {
-    my ($st, $log) = VM::_capture($vm->out, "$R/stap++", '-v', '-p4', '-r', $vm->krel,
+    my ($st, $log) = VM::capture($vm->out, "$R/stap++", '-v', '-p4', '-r', $vm->krel,
         '-m', 'prof_nofix2', '--exec', "$R/build/luajit-gc64/bin/luajit",
         "$R/t/fixtures/vm/prof.sxx");
     ($fixed_rt) = $log =~ /patched SystemTap runtime '([^']+)'/;

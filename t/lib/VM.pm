@@ -111,6 +111,15 @@ C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30).
 The case's status is staprun's.
 
+=item C<VM::capture(DIR, ARGV...)>
+
+Runs ARGV (no shell) in DIR with standard input from /dev/null; returns
+(wait status, stdout and stderr merged).
+
+=item C<VM::slurp(FILE)>
+
+The contents of FILE, or C<undef> if it cannot be read.
+
 =item C<VM::sh_quote(STRING)>
 
 Quotes a string for sh.
@@ -161,7 +170,7 @@ sub _abs {
 }
 
 # Run ARGV (no shell) in DIR; returns (status, merged output).
-sub _capture {
+sub capture {
     my ($dir, @argv) = @_;
     pipe(my $r, my $w) or die "pipe: $!";
     my $pid = fork // die "fork: $!";
@@ -196,7 +205,7 @@ sub build {
     push @argv, @{ $o{args} || [] };
     push @argv, _abs($script);
     unlink "$self->{out}/$name.ko";
-    my ($st, $log) = _capture($self->{out}, @argv);
+    my ($st, $log) = capture($self->{out}, @argv);
     $self->{build_log} = "\$ @argv\n$log";
     my $ko = "$self->{out}/$name.ko";
     if ($st != 0 || !-f $ko) {
@@ -284,15 +293,15 @@ SH
         exec { $argv[0] } @argv or die "exec $argv[0]: $!";
     }
     waitpid $pid, 0;
-    my %r = (status => $? >> 8, stdout => _slurp($out), stderr => _slurp($err),
-             dmesg => _slurp("$vmdir/.vm/dmesg"), job => $vmdir, cases => {});
+    my %r = (status => $? >> 8, stdout => slurp($out), stderr => slurp($err),
+             dmesg => slurp("$vmdir/.vm/dmesg"), job => $vmdir, cases => {});
     for my $c (@cases) {
         my $d = "$vmdir/$c->{name}";
-        my $st = _slurp("$d/status");
+        my $st = slurp("$d/status");
         chomp $st if defined $st;
         $r{cases}{ $c->{name} } = {
             status => (defined $st && $st =~ /^\d+$/) ? $st + 0 : undef,
-            output => _slurp("$d/output") // '',
+            output => slurp("$d/output") // '',
             dir    => $d,
         };
     }
@@ -300,7 +309,7 @@ SH
     return \%r;
 }
 
-sub _slurp {
+sub slurp {
     my ($f) = @_;
     open my $fh, '<', $f or return undef;
     local $/;
