@@ -946,9 +946,10 @@ static int walk_path(struct dw_bin *b, Dwarf_Die *type, const char *desc,
 					if (die_type(&cur, &el) < 0 ||
 					    peel(b, &el) != P_COMPLETE)
 						return error("cannot read "
-							"array '%.*s' of %s",
+							"array '%.*s' of %s "
+							"(in '%s')",
 							(int)(p - path), path,
-							desc);
+							desc, b->path);
 					cur = el;
 				}
 				if (dwarf_tag(&cur) != DW_TAG_array_type)
@@ -990,6 +991,10 @@ static int walk_path(struct dw_bin *b, Dwarf_Die *type, const char *desc,
 				long long c = subrange_count(&dims[j]);
 				stride *= c > 0 ? c : 0;
 			}
+			if (stride && idx > (LLONG_MAX - off) / stride)
+				return error("index %lld too large for '%.*s' "
+					     "of %s", idx, (int)(p - path),
+					     path, desc);
 			off += idx * stride;
 			dim++;
 			p = end + 1;
