@@ -14,6 +14,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -366,7 +367,8 @@ static void bin_open(struct dw_bin *b)
 	     now_ms() - t0);
 }
 
-/* The hint printed after "no debug info in ...". */
+/* The hints printed after "no debug info in ...": how to get it, and
+ * where libdwfl looked for a separate debug file. */
 static void hint_debuginfo(struct dw_bin *b)
 {
 	const unsigned char *id = NULL;
@@ -380,12 +382,22 @@ static void hint_debuginfo(struct dw_bin *b)
 		for (int i = 0; i < m; i++)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
 		hint("a separate debug file is found by build-id as "
-		     "/usr/lib/debug/.build-id/%.2s/%s.debug, or through "
-		     "the binary's .gnu_debuglink", hex, hex + 2);
+		     "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
 	} else {
 		hint("a separate debug file is found by build-id under "
-		     "/usr/lib/debug/.build-id/, or through the binary's "
-		     ".gnu_debuglink");
+		     "/usr/lib/debug/.build-id/ (this binary has no build-id)");
+	}
+	Dwarf_Addr bias;
+	GElf_Word crc;
+	Elf *elf = b->mod ? dwfl_module_getelf(b->mod, &bias) : NULL;
+	const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
+	if (link) {
+		const char *slash = strrchr(b->real, '/');
+		int dl = slash ? (int)(slash - b->real) : 0;
+		hint("or by its .gnu_debuglink as '%s' in '%.*s/', "
+		     "'%.*s/.debug/' or '/usr/lib/debug%.*s/' (with a "
+		     "matching CRC)", link, dl, b->real, dl, b->real, dl,
+		     b->real);
 	}
 }
 

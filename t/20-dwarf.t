@@ -187,7 +187,8 @@ for my $fl ('nodebug', 'lost') {
 	ok($id, "$fl: has a build-id");
 	my $p = '/usr/lib/debug/.build-id/' . substr($id, 0, 2) . '/' . substr($id, 2) . '.debug';
 	my $hint1 = qr/^hint: install the debug symbols of '\Q$bin\E' \(Debian: its -dbgsym package from the debian-debug archive\) or rebuild it with -g$/m;
-	my $hint2 = qr/^hint: a separate debug file is found by build-id as \Q$p\E, or through the binary's \.gnu_debuglink$/m;
+	my $hint2 = qr/^hint: a separate debug file is found by build-id as \Q$p\E$/m;
+	my $hint3 = qr/^hint: or by its \.gnu_debuglink as 'prog-lost\.debug' in '\Q$out\E\/', '\Q$out\E\/\.debug\/' or '\/usr\/lib\/debug\Q$out\E\/' \(with a matching CRC\)$/m;
 
 	# named as the module: exactly this binary
 	my $nscript = "$out/nodebug-$fl.stp";
@@ -200,6 +201,11 @@ for my $fl ('nodebug', 'lost') {
 	     "$fl named: no debug info error");
 	like($e, $hint1, "$fl named: hint: dbgsym or -g");
 	like($e, $hint2, "$fl named: hint names the build-id path");
+	if ($fl eq 'lost') {
+		like($e, $hint3, "$fl named: hint names the .gnu_debuglink file and where it was looked for");
+	} else {
+		unlike($e, qr/gnu_debuglink/, "$fl named: no .gnu_debuglink, no hint about it");
+	}
 
 	# searched: the executable's missing DWARF is reported (its libraries
 	# may have theirs, e.g. with libc6-dbg installed)
