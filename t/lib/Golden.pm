@@ -84,8 +84,8 @@ sub stapxx {
 # dirs, and the PIDs given in $subst (hash: value => placeholder).
 sub normalise {
 	my ($s, $subst) = @_;
-	$s =~ s{\Q$ROOT\E}{\@ROOT\@}g;
 	$s =~ s{/[^\s'"]*/stap\+\+-[A-Za-z0-9]{6}}{\@TMP\@}g;
+	$s =~ s{\Q$ROOT\E}{\@ROOT\@}g;
 	for my $k (sort { length $b <=> length $a } keys %{ $subst // {} }) {
 		$s =~ s{\b\Q$k\E\b}{$subst->{$k}}g;
 	}

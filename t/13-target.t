@@ -1,0 +1,130 @@
+#!/usr/bin/perl
+# Targets: -x PID, --master PID, --sample-pid PID, --exec, -c against live
+# fixture processes (t/golden/fixture/target.c): executable from
+# /proc/PID/exe, libraries from /proc/PID/maps in load order, $^pid_ok per
+# mode, what stap gets (-x, -d), and the errors for bad, gone, kernel and
+# unreadable PIDs.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Golden;
+use Test::More;
+
+ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
+my $f = fixture();
+my $T = $f->{target};
+my $out = scratch('13-target');
+my @I = ('-I', 't/golden/tapset');
+my $C = 't/golden/cases';
+
+# Start the target (optionally forking a child); wait for "ready".
+my @procs;
+sub start {
+	my (@args) = @_;
+	pipe(my $r, my $w) or die;
+	my $pid = fork() // die;
+	if (!$pid) {
+		close($r);
+		open(STDOUT, '>&', $w) or die;
+		exec($T, @args) or die;
+	}
+	close($w);
+	my $line = <$r>;
+	die "target did not start" unless $line && $line =~ /^ready/;
+	push @procs, $pid;
+	return ($pid, $r);
+}
+END { kill('KILL', @procs) if @procs; }
+
+sub children_of {
+	my ($ppid) = @_;
+	my @kids;
+	for my $stat (glob('/proc/[0-9]*/stat')) {
+		open(my $fh, '<', $stat) or next;
+		my $s = <$fh> // next;
+		push @kids, $1 if $s =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $ppid;
+	}
+	return @kids;
+}
+
+my ($pid) = start();
+my ($master, $mr) = start('fork');
+my @kids;
+for (1 .. 100) { @kids = children_of($master); last if @kids; select(undef, undef, undef, 0.05) }
+is(scalar @kids, 1, 'master fixture has one child');
+my %subst = ($pid => '@PID@', $master => '@MASTER@');
+
+for my $c (
+	['target-x',        [@I, "$C/basic.sxx", '-x', $pid, '--dump-src']],
+	['target-master',   [@I, "$C/basic.sxx", '--master', $master, '--dump-src']],
+	['target-master-nokids', ['-e', 'probe begin { if ($^pid_ok) exit() }', '--master', $pid, '--dump-src']],
+	['target-sample',   ['-e', 'probe begin { if ($^pid_ok) println("$^exec_path $^libgx_path") }', '--sample-pid', $pid, '--dump-src']],
+	['target-x-exec',   ['-e', 'probe begin { println("$^exec_path $^libgx_path") }', '-x', $pid, '--exec', $f->{static}, '--dump-src']],
+	['target-static',   ['-e', 'probe begin { println("$^libc_path") }', '--exec', $f->{static}, '--dump-src']],
+) {
+	my ($name, $args) = @$c;
+	my ($rc, $o, $e) = stapxx(@$args);
+	golden($name, $args, $rc, $o, $e, \%subst);
+}
+
+# What stap gets: -x for -x and --master (the master), none for --exec
+# (staprun -x decides at run time) and --master -.
+{
+	my $log = "$out/fake.log";
+	for my $c (
+		[['-x', $pid], ['-x', $pid], 'pid() == target()'],
+		[['--master', $master], ['-x', $master], 'target() ? ppid() == target()'],
+		[['--exec', $T], [], 'target() ? pid() == target()'],
+		[['--exec', $T, '--master', '-'], [], 'target() ? ppid() == target()'],
+		[['-c', "$T fork"], ['-c', "$T fork"], 'pid() == target()'],
+	) {
+		my ($targ, $want, $pidok) = @$c;
+		my ($rc, $o, $e) = stapxx({ env => { STAPXX_STAP => "$G/fake-stap",
+				FAKE_STAP_LOG => $log } },
+			'-e', 'probe timer.profile { if ($^pid_ok) exit() }',
+			@$targ, '-p2');
+		is($rc, 0, "@$targ: runs") or diag($e);
+		my $got = slurp($log);
+		my @argv = $got =~ /^argv: (.*)$/mg;
+		my @x;
+		for my $i (0 .. $#argv - 1) {
+			push @x, @argv[$i, $i + 1] if $argv[$i] =~ /^-[xc]$/;
+		}
+		is_deeply(\@x, $want, "@$targ: stap gets (@$want)");
+		like($got, qr/\Q$pidok\E/, "@$targ: \$^pid_ok is $pidok");
+		ok((grep { $_ eq $f->{gx} } @argv), "@$targ: -d for libgx");
+	}
+}
+
+# Errors about PIDs name the PID and the cause.
+my $gone = fork() // die;
+exit(0) if !$gone;
+waitpid($gone, 0);
+%subst = (%subst, $gone => '@GONE@');
+for my $c (
+	['pid-gone',   ['-x', $gone, '-e', 'probe begin {}', '--dump-src'], 1],
+	['pid-kernel', ['-x', 2, '-e', 'probe begin {}', '--dump-src'], 1],
+	['pid-master-gone', ['--master', $gone, '-e', 'probe begin {}', '--dump-src'], 1],
+	['pid-sample-gone', ['--sample-pid', $gone, '-e', 'probe begin {}', '--dump-src'], 1],
+	['pid-syntax', ['-x', '12abc', '-e', 'probe begin {}'], 2],
+	['pid-zero',   ['--master', '0', '-e', 'probe begin {}'], 2],
+	['pid-negative', ['--sample-pid', '-5', '-e', 'probe begin {}'], 2],
+) {
+	my ($name, $args, $want) = @$c;
+	my ($rc, $o, $e) = stapxx(@$args);
+	is($rc, $want, "$name: exit $want");
+	golden($name, $args, $rc, $o, $e, \%subst);
+}
+
+# Not root: reading another user's process is refused, with a hint.
+{
+	my @args = ('-x', $pid, '-e', 'probe begin {}', '--dump-src');
+	my ($rc, $o, $e) = run_cmd('setpriv', '--reuid=65534', '--regid=65534',
+				   '--clear-groups', $STAPXX, @args);
+	is($rc, 1, 'not root: exit 1');
+	golden('pid-not-root', \@args, $rc, $o, $e, \%subst);
+}
+
+kill('KILL', @procs, @kids);
+done_testing();
