@@ -54,6 +54,7 @@ struct dw_bin {
 	enum state state;
 	char *why;		/* B_UNUSABLE: the reason, for messages */
 	int warned;		/* B_UNUSABLE: warning already printed */
+	int hinted;		/* B_NODEBUG: how-to hint already printed */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf *dw;
@@ -368,9 +369,12 @@ static void bin_open(struct dw_bin *b)
 }
 
 /* The hints printed after "no debug info in ...": how to get it, and
- * where libdwfl looked for a separate debug file. */
+ * where libdwfl looked for a separate debug file.  Only the first time for
+ * B: a script with many macros would repeat them for every one. */
 static void hint_debuginfo(struct dw_bin *b)
 {
+	if (b->hinted++)
+		return;		/* once per binary is enough */
 	const unsigned char *id = NULL;
 	GElf_Addr vaddr;
 	int len = b->mod ? dwfl_module_build_id(b->mod, &id, &vaddr) : 0;

@@ -51,14 +51,16 @@ my @queries = (@prog, @derived);
 # ---- the fixture in several debug-info flavours
 my @src = ("$F/prog.c", "$F/late.c");
 my %flavours = (
-	'g'      => ['-g'],			# GCC's default: DWARF 5
-	'dwarf4' => ['-gdwarf-4'],
-	'dwarf2' => ['-gdwarf-2'],		# member offsets as exprlocs
-	'O2'     => ['-O2', '-g'],
-	'types'  => ['-gdwarf-4', '-fdebug-types-section'],	# type units
+	'g'      => ['cc', '-g'],		# GCC's default: DWARF 5
+	'dwarf4' => ['cc', '-gdwarf-4'],
+	'dwarf2' => ['cc', '-gdwarf-2'],	# member offsets as exprlocs
+	'O2'     => ['cc', '-O2', '-g'],
+	'types'  => ['cc', '-gdwarf-4', '-fdebug-types-section'],	# type units
+	'clang'  => ['clang', '-g'],
+	'clang-O2-dwarf4' => ['clang', '-O2', '-gdwarf-4'],
 );
 for my $fl (sort keys %flavours) {
-	build('cc', @{ $flavours{$fl} }, '-o', "$out/prog-$fl", @src);
+	build(@{ $flavours{$fl} }, '-o', "$out/prog-$fl", @src);
 }
 # stripped, with its DWARF in a separate file found by .gnu_debuglink
 build('cc', '-g', '-o', "$out/prog-full", @src);
@@ -119,7 +121,7 @@ sub var_script {
 	print $fh "}\n";
 }
 var_script("$out/var.stp", qw(g_counter s_hidden g_late g_outer g_spec));
-for my $fl ('g', 'O2', 'stripped', 'dwz') {
+for my $fl ('g', 'O2', 'stripped', 'dwz', 'clang') {
 	my $bin = "$out/prog-$fl";
 	my ($rc, $o, $e) = dump_src("$out/var.stp", '--exec', $bin);
 	is($rc, 0, "\@var $fl: exits 0") or diag($e);
