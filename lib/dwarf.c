@@ -44,6 +44,7 @@ struct entry {
 	Dwarf_Die die;
 	Dwarf_Die parent;	/* K_ENUMERATOR: its enumeration type */
 	const char *cu_name;	/* K_VAR, K_STATIC_VAR: DW_AT_name of the CU */
+	int more;		/* K_STATIC_VAR: definitions in other CUs */
 };
 
 enum state { B_NEW, B_READY, B_NODEBUG, B_UNUSABLE };
@@ -236,6 +237,9 @@ static void index_variable(struct dw_bin *b, Dwarf_Die *die,
 	struct entry *e = insert(b, ext ? K_VAR : K_STATIC_VAR, name, die);
 	if (e)
 		e->cu_name = cu_name;
+	else if (!ext && (e = lookup(b, K_STATIC_VAR, name)) &&
+		 strcmp(e->cu_name, cu_name))
+		e->more++;	/* "static int x" in several files */
 }
 
 /* Index the children of a unit DIE. */
@@ -1227,6 +1231,14 @@ int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 	if (local) {
 		*module_out = local_bin->path;
 		*cu_out = local->cu_name;
+		if (local->more) {
+			warning("'%s' is file-local (static) in %d compile "
+				"units of '%s'; using the one in '%s'", sym,
+				local->more + 1, local_bin->path,
+				local->cu_name);
+			hint("to pick another, write @var(\"%s@CU\", "
+			     "\"MODULE\")", sym);
+		}
 		search_done(&s);
 		return 0;
 	}

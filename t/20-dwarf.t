@@ -134,6 +134,20 @@ for my $fl ('g', 'O2', 'stripped', 'dwz', 'clang') {
 	}
 }
 
+# A file-local variable defined in several files: the first, with a warning.
+{
+	my $bin = "$out/prog-g";
+	var_script("$out/var-twice.stp", 's_twice');
+	my ($rc, $o, $e) = dump_src("$out/var-twice.stp", '--exec', $bin);
+	is($rc, 0, '@var of a static in two files: exits 0') or diag($e);
+	my $want = qq{\@var("s_twice\@$F/prog.c", "$bin")};
+	like($o, qr/\Q$want\E/, '@var of a static in two files: the first one');
+	like($e, qr/^\Q$out\E\/var-twice.stp:2: warning: 's_twice' is file-local \(static\) in 2 compile units of '\Q$bin\E'; using the one in '\Q$F\E\/prog.c'$/m,
+	     '@var of a static in two files: warning');
+	like($e, qr/^hint: to pick another, write \@var\("s_twice\@CU", "MODULE"\)$/m,
+	     '@var of a static in two files: hint');
+}
+
 # ---- errors: one script, each line its own error, all reported
 my @errors = (
 	['@sizeof(struct nope)', "cannot find struct 'nope' in '%B'"],
