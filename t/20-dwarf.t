@@ -56,6 +56,7 @@ my %flavours = (
 	'dwarf2' => ['cc', '-gdwarf-2'],	# member offsets as exprlocs
 	'O2'     => ['cc', '-O2', '-g'],
 	'types'  => ['cc', '-gdwarf-4', '-fdebug-types-section'],	# type units
+	'split'  => ['cc', '-g', '-gsplit-dwarf'],	# skeleton + .dwo files
 	'clang'  => ['clang', '-g'],
 	'clang-O2-dwarf4' => ['clang', '-O2', '-gdwarf-4'],
 );
@@ -121,7 +122,7 @@ sub var_script {
 	print $fh "}\n";
 }
 var_script("$out/var.stp", qw(g_counter s_hidden g_late g_outer g_spec));
-for my $fl ('g', 'O2', 'stripped', 'dwz', 'clang') {
+for my $fl ('g', 'O2', 'stripped', 'dwz', 'clang', 'split') {
 	my $bin = "$out/prog-$fl";
 	my ($rc, $o, $e) = dump_src("$out/var.stp", '--exec', $bin);
 	is($rc, 0, "\@var $fl: exits 0") or diag($e);
