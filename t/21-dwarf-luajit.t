@@ -130,6 +130,16 @@ for my $name (sort keys %builds) {
 	is($rc, 0, 'nginx: exits 0') or diag($e);
 	is($e, '', 'nginx: no messages');
 	check_resolved('nginx + libluajit', \@q, $o);
+
+	# the same, naming the library with $^libluajit_path
+	$script = "$out/nginx-libpath.stp";
+	open($fh, '>', $script) or die;
+	print $fh script_for(\@q, '$^libluajit_path');
+	close($fh);
+	($rc, $o, $e) = dump_src($script, '--exec', $nginx);
+	is($rc, 0, 'nginx, $^libluajit_path: exits 0') or diag($e);
+	is($e, '', 'nginx, $^libluajit_path: no messages');
+	check_resolved('nginx, $^libluajit_path', \@q, $o);
 }
 
 done_testing();
