@@ -38,7 +38,8 @@
  *     error: cannot find struct 'lua_State' in '/usr/bin/luajit'
  *     error: cannot find struct 'nope' in '/a', '/b'   (several searched)
  *     error: no debug info in '/usr/sbin/nginx'  + hint: lines (dbgsym
- *            package / -g, the build-id path looked for)
+ *            package / -g, the build-id path and .gnu_debuglink file
+ *            looked for; printed once per binary)
  *     error: cannot open '/x': No such file or directory
  *     error: '/x' is not an ELF file
  * When searching the set (MODULE NULL), binaries without debug info are
@@ -91,7 +92,8 @@ int dw_enum(struct dw_set *set, const char *name, const char *module,
  * and *cu_out point into the set (valid until dw_set_free()); *cu_out is
  * the CU's DW_AT_name as stap expects in "sym@CU".  A definition has
  * DW_AT_location or DW_AT_specification; an external definition anywhere
- * in the set wins over a file-local (static) one. */
+ * in the set wins over a file-local (static) one.  A static defined in
+ * several compile units: the first, with a warning naming it. */
 int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 
