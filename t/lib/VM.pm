@@ -69,8 +69,9 @@ C<./stap++ -p4 -r KREL -m NAME [--exec EXEC] [ARGS...] SCRIPT>.
 SCRIPT is a path (relative to the repository or absolute), or C<undef> with
 C<< source => TEXT >> (written to C<NAME.sxx> in the scratch dir).  Options:
 C<exec> (the target executable, relative to the repository or absolute),
-C<args> (array ref of more stap++ options, e.g. C<['-g']> for guru mode or
-C<['--arg', 'x=1']>).  Returns the absolute path of the module, or C<undef>
+C<args> (array ref of more stap++ options, before SCRIPT, e.g.
+C<['--arg', 'x=1']>), C<stap_args> (array ref of options passed to stap
+itself, after C<-->, e.g. C<['-g']> for guru mode).  Returns the absolute path of the module, or C<undef>
 when the build failed (the output is in C<< $vm->build_log >>, and is shown
 with C<diag>).
 
@@ -82,7 +83,8 @@ stap++'s output (stdout and stderr) of the last C<build>.
 
 Queues a case.  NAME: letters, digits, C<_>, C<->.  SHELL: the script text.
 Options: C<files> (array ref of host files copied into C<$VM_JOB>; the same
-file given twice is copied once), C<timeout> (seconds, default 120).
+file given twice is copied once; dies if one is undefined or not a file, so
+guard cases with the result of C<build>), C<timeout> (seconds, default 120).
 
 =item C<< $vm->run(%opts) >>
 
@@ -204,6 +206,7 @@ sub build {
     push @argv, '--exec', _abs($o{exec}) if defined $o{exec};
     push @argv, @{ $o{args} || [] };
     push @argv, _abs($script);
+    push @argv, '--', @{ $o{stap_args} } if $o{stap_args} && @{ $o{stap_args} };
     unlink "$self->{out}/$name.ko";
     my ($st, $log) = capture($self->{out}, @argv);
     $self->{build_log} = "\$ @argv\n$log";
@@ -220,6 +223,10 @@ sub case {
     my ($self, $name, $shell, %o) = @_;
     die "case: bad name '$name'\n" unless $name =~ /^[\w-]+$/;
     die "case: duplicate name '$name'\n" if grep { $_->{name} eq $name } @{ $self->{cases} };
+    for my $f (@{ $o{files} || [] }) {
+        die "case $name: a file is undefined (a failed build?)\n" unless defined $f;
+        die "case $name: '$f' is not a file\n" unless -f _abs($f);
+    }
     push @{ $self->{cases} }, { name => $name, shell => $shell,
                                 files => $o{files} || [], timeout => $o{timeout} // 120 };
     return;

@@ -1,0 +1,115 @@
+#!/usr/bin/perl
+# util/vm-run itself: the interface (usage errors, --kernel-release), then
+# one boot checking the guest environment, output streaming, exit status and
+# the job dir, then one boot from a copy of the repository under /tmp (the
+# guest's /tmp tmpfs must not hide it) that also times out.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use File::Path qw(make_path remove_tree);
+use lib 't/lib';
+use VM;
+
+my $R = $VM::ROOT;
+my $vm = VM->new;
+my $out = $vm->out;
+my $run = "$R/util/vm-run";
+
+open my $fh, '>', "$out/data.txt" or die;
+print $fh "host data\n";
+close $fh;
+
+# --- interface, no boot ---
+my ($st, $log) = VM::capture($out, $run, '--kernel-release');
+is $st, 0, '--kernel-release: status 0';
+chomp $log;
+is $log, $vm->krel, '--kernel-release prints one release';
+ok -f "/boot/vmlinuz-$log" && -d "/lib/modules/$log/build", '... with a kernel image and headers';
+
+($st, $log) = VM::capture($out, $run);
+is $st >> 8, 2, 'no script: exit 2';
+like $log, qr/error: no job script given.*usage: util\/vm-run/s, '... with usage';
+($st, $log) = VM::capture($out, $run, '--bogus', 'x.sh');
+is $st >> 8, 2, 'unknown option: exit 2';
+like $log, qr/unknown option '--bogus'/, '... named';
+($st, $log) = VM::capture($out, $run, '--timeout', 'soon', 'x.sh');
+is $st >> 8, 2, 'bad --timeout: exit 2';
+like $log, qr/--timeout needs a positive integer, not 'soon'/, '... explained';
+($st, $log) = VM::capture($out, $run, "$out/missing.sh");
+is $st >> 8, 1, 'missing script: exit 1';
+like $log, qr/cannot read job script '\Q$out\E\/missing\.sh'/, '... named';
+($st, $log) = VM::capture($out, $run, "$out/data.txt", "$out/missing.ko");
+is $st >> 8, 1, 'missing job file: exit 1';
+like $log, qr/cannot find job file '\Q$out\E\/missing\.ko'/, '... named';
+
+# --- one boot: the guest's environment ---
+open $fh, '>', "$out/env.sh" or die;
+print $fh <<"SH";
+echo "job=\$VM_JOB"
+echo "pwd=\$(pwd)"
+echo "kernel=\$(uname -r)"
+echo "user=\$(id -u)"
+echo "data=\$(cat data.txt)"
+echo "repo=\$(test -x $R/util/vm-run && echo visible)"
+echo "rootfs=\$(touch /stappp-vm-test 2>/dev/null && echo writable || echo read-only)"
+echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts) \$(touch /tmp/x && echo writable)"
+echo "debugfs=\$(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts)"
+echo "lo=\$(cat /sys/class/net/lo/operstate) \$(cat /sys/class/net/lo/flags)"
+read line; echo "stdin=\$?"
+echo written by the guest > result.txt
+printf '\\033[1mbold\\033[0m and \\033[31mred\\033[0m\\r\\n'
+printf 'no newline at the end'
+exit 7
+SH
+close $fh;
+remove_tree("$out/job");
+($st, $log) = VM::capture($out, $run, '--timeout', '120', '--out', "$out/job", "$out/env.sh", "$out/data.txt");
+is $st >> 8, 7, "the job's exit status (7) is vm-run's" or diag $log;
+my %v = $log =~ /^(\w+)=(.*)$/mg;
+like $v{job}, qr{^\Q$R\E/build/vm/jobs/[^/]+$}, '$VM_JOB: a fresh dir under build/vm/jobs (same path as on the host)';
+is $v{pwd}, $v{job}, 'the job runs in $VM_JOB';
+is $v{kernel}, $vm->krel, 'the guest runs the --kernel-release kernel';
+is $v{user}, 0, 'as root';
+is $v{data}, 'host data', 'FILE arguments are in the job dir';
+is $v{repo}, 'visible', 'the repository is visible at its host path';
+is $v{rootfs}, 'read-only', 'the host root is read-only';
+is $v{tmp}, '1 writable', '/tmp is a writable tmpfs';
+is $v{debugfs}, 1, 'debugfs is mounted for staprun';
+like $v{lo}, qr/^(unknown|up) 0x\d*9$/, 'lo is up';
+is $v{stdin}, 1, 'the job reads EOF from standard input';
+like $log, qr/^bold and red$/m, 'console escape codes and CRs are stripped';
+like $log, qr/^no newline at the end$/m, 'output without a final newline is complete';
+unlike $log, qr/==stap\+\+ vm-run|SeaBIOS|\e/, 'no markers, firmware text or escapes in the output';
+like $log, qr/vm-run: job dir: \Q$out\E\/job \([\d.]+ s, status 7\)/, 'vm-run names the job dir and status';
+is VM::slurp("$out/job/result.txt"), "written by the guest\n", 'files the job wrote come back (--out)';
+ok !-e $v{job}, 'with --out, the build/vm/jobs dir is moved there';
+like VM::slurp("$out/job/.vm/dmesg") // '', qr/Linux version \Q${\ $vm->krel}\E/, 'the guest dmesg is kept in .vm/dmesg';
+
+# --- a checkout under /tmp, and a timeout ---
+my $tmp = tempdir('stappp-vm-XXXXXX', DIR => '/tmp', CLEANUP => 1);
+make_path("$tmp/util", "$tmp/build");
+system('cp', $run, "$tmp/util/vm-run") == 0 or die;
+open $fh, '>', "$tmp/marker" or die;
+print $fh "from the host's /tmp\n";
+close $fh;
+open $fh, '>', "$out/tmp.sh" or die;
+print $fh <<"SH";
+echo "marker=\$(cat $tmp/marker)"
+echo "job=\$VM_JOB"
+echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts)"
+sleep 300
+SH
+close $fh;
+my $t0 = time;
+($st, $log) = VM::capture($out, "$tmp/util/vm-run", '--timeout', '15', "$out/tmp.sh");
+my $took = time - $t0;
+%v = $log =~ /^(\w+)=(.*)$/mg;
+is $v{marker}, "from the host's /tmp", 'a checkout under /tmp stays visible over the tmpfs';
+like $v{job}, qr{^\Q$tmp\E/build/vm/jobs/}, '... and its job dir works';
+is $v{tmp}, 1, '... while /tmp is still a tmpfs';
+is $st >> 8, 1, 'timeout: exit 1';
+like $log, qr/error: the job timed out after 15 s/, 'timeout: said';
+ok $took < 60, "timeout: the VM is stopped ($took s)";
+
+done_testing;
