@@ -88,4 +88,16 @@ clean:
 	rm -f $(PROGS) lib/*.o util/*.o
 	rm -rf t/out
 
-.PHONY: all test deps demo bench bench-overhead bench-flamegraph install clean
+# Expander fuzz target (libFuzzer; needs clang and libclang-rt-14-dev).
+FUZZ_SECONDS ?= 30
+FUZZ_SRCS := fuzz/expand_fuzz.c lib/expand.c lib/source.c lib/error.c lib/dwarf.c
+fuzz/out/expand_fuzz: $(FUZZ_SRCS) $(wildcard lib/*.h) Makefile
+	$(quiet) FUZZCC $@
+	$(Q)mkdir -p fuzz/out
+	$(Q)clang $(CPPFLAGS) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) $(LDLIBS_DW)
+
+fuzz: fuzz/out/expand_fuzz
+	mkdir -p fuzz/out/corpus
+	fuzz/out/expand_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 -close_fd_mask=2 -artifact_prefix=fuzz/out/ fuzz/out/corpus fuzz/corpus
+
+.PHONY: all test deps demo bench fuzz bench-overhead bench-flamegraph install clean

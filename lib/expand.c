@@ -1140,6 +1140,7 @@ struct ceval {
 	struct xctx *c;
 	const char *p, *end;
 	int ok, depth;
+	int nest;		/* operators seen: bounds the recursion */
 };
 
 static long long cond_or(struct ceval *e);
@@ -1173,7 +1174,7 @@ static const char *find_define(struct xctx *c, const char *name, size_t n)
 static long long cond_primary(struct ceval *e)
 {
 	ce_space(e);
-	if (!e->ok || e->p >= e->end)
+	if (!e->ok || e->p >= e->end || ++e->nest > 256)
 		goto bad;
 	if (ce_eat(e, "!"))
 		return !cond_primary(e);
@@ -1201,7 +1202,7 @@ static long long cond_primary(struct ceval *e)
 		if (!body || e->depth > 16)
 			goto bad;
 		struct ceval sub = { e->c, body, body + strlen(body), 1,
-				     e->depth + 1 };
+				     e->depth + 1, e->nest };
 		long long v = cond_or(&sub);
 		ce_space(&sub);
 		if (!sub.ok || sub.p != sub.end)
@@ -1257,7 +1258,7 @@ static long long cond_or(struct ceval *e)
 /* 1 or 0, or -1 when COND is not plain integer arithmetic. */
 static int eval_cond(struct xctx *c, const char *cond, size_t n)
 {
-	struct ceval e = { c, cond, cond + n, 1, 0 };
+	struct ceval e = { c, cond, cond + n, 1, 0, 0 };
 	long long v = cond_or(&e);
 
 	ce_space(&e);
