@@ -242,6 +242,26 @@ static void index_variable(struct dw_bin *b, Dwarf_Die *die,
 		e->more++;	/* "static int x" in several files */
 }
 
+/* The index kind of a struct/class, union or enum DIE tag; -1 if TAG is
+ * none of them. */
+static int tag_kind(int tag, enum kind *kind)
+{
+	switch (tag) {
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+		*kind = K_STRUCT;
+		return 0;
+	case DW_TAG_union_type:
+		*kind = K_UNION;
+		return 0;
+	case DW_TAG_enumeration_type:
+		*kind = K_ENUM;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 /* Index the children of a unit DIE. */
 static void index_unit(struct dw_bin *b, Dwarf_Die *unit, int is_cu)
 {
@@ -252,28 +272,17 @@ static void index_unit(struct dw_bin *b, Dwarf_Die *unit, int is_cu)
 	do {
 		enum kind kind;
 		const char *name;
-		switch (dwarf_tag(&c)) {
-		case DW_TAG_structure_type:
-		case DW_TAG_class_type:
-			kind = K_STRUCT;
-			break;
-		case DW_TAG_union_type:
-			kind = K_UNION;
-			break;
-		case DW_TAG_enumeration_type:
-			index_enumerators(b, &c);
-			kind = K_ENUM;
-			break;
-		case DW_TAG_typedef:
-		case DW_TAG_base_type:
-			kind = K_NAME;
-			break;
-		case DW_TAG_variable:
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_variable) {
 			index_variable(b, &c, cu_name);
 			continue;
-		default:
-			continue;
 		}
+		if (tag == DW_TAG_enumeration_type)
+			index_enumerators(b, &c);
+		if (tag == DW_TAG_typedef || tag == DW_TAG_base_type)
+			kind = K_NAME;
+		else if (tag_kind(tag, &kind) < 0)
+			continue;
 		if ((name = dwarf_diename(&c)) &&
 		    (kind == K_NAME || !is_declaration(&c)))
 			insert(b, kind, name, &c);
@@ -688,20 +697,8 @@ static enum peeled peel(struct dw_bin *b, Dwarf_Die *die)
 		if (!is_declaration(die))
 			return P_COMPLETE;
 		enum kind kind;
-		switch (dwarf_tag(die)) {
-		case DW_TAG_structure_type:
-		case DW_TAG_class_type:
-			kind = K_STRUCT;
-			break;
-		case DW_TAG_union_type:
-			kind = K_UNION;
-			break;
-		case DW_TAG_enumeration_type:
-			kind = K_ENUM;
-			break;
-		default:
+		if (tag_kind(dwarf_tag(die), &kind) < 0)
 			return P_DECLARATION;
-		}
 		const char *name = dwarf_diename(die);
 		struct entry *e = name ? lookup(b, kind, name) : NULL;
 		if (!e)

@@ -13,7 +13,7 @@ use Test::More;
 
 my $F = "$ROOT/t/fixtures/dwarf";
 my $out = scratch('20-dwarf');
-ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
+ok(-x $STAPXX, 'stap++ is built') or die('run make first');
 
 # ---- expected values, from the compiler
 build('cc', '-Wall', '-o', "$out/layout", "$F/layout.c");

@@ -18,7 +18,7 @@ my $F = "$ROOT/t/fixtures/dwarf";
 my $B = "$ROOT/build";
 my $src = "$B/src/luajit2/src";
 my $out = scratch('21-dwarf-luajit');
-ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
+ok(-x $STAPXX, 'stap++ is built') or die('run make first');
 
 my @missing = grep { !-e $_ } ("$src/lj_obj.h", "$B/luajit-gc64/bin/luajit",
 	"$B/luajit-nogc64/bin/luajit", "$B/luajit-gc64/lib/libluajit-5.1.so.2",
