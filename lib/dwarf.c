@@ -1147,9 +1147,10 @@ static int check_ident(const char *s, const char *what)
 	return ok ? 0 : error("invalid %s name '%s'", what, s);
 }
 
-/* Value of enumerator DIE of enumeration type PARENT; DW_FORM_dataN
- * constants are sign-extended unless the enum's underlying type is
- * unsigned. */
+/* Value of enumerator DIE of enumeration type PARENT.  DW_FORM_dataN
+ * constants have no sign of their own: they are sign-extended when the
+ * enum's underlying type (DW_AT_type) is signed; without one (strict
+ * DWARF 2/3) they are unsigned, as GCC writes negative values as sdata. */
 static int enumerator_value(struct dw_bin *b, Dwarf_Die *die,
 			    Dwarf_Die *parent, long long *out)
 {
@@ -1170,11 +1171,10 @@ static int enumerator_value(struct dw_bin *b, Dwarf_Die *die,
 	if (die_type(parent, &ut) == 0 && peel(b, &ut) == P_COMPLETE &&
 	    dwarf_attr(&ut, DW_AT_encoding, &enc) &&
 	    dwarf_formudata(&enc, &e) == 0 &&
-	    (e == DW_ATE_unsigned || e == DW_ATE_unsigned_char ||
-	     e == DW_ATE_boolean))
-		return 0;
-	int shift = 64 - 8 * bytes;
-	*out = (long long)((unsigned long long)*out << shift) >> shift;
+	    (e == DW_ATE_signed || e == DW_ATE_signed_char)) {
+		int shift = 64 - 8 * bytes;
+		*out = (long long)((unsigned long long)*out << shift) >> shift;
+	}
 	return 0;
 }
 

@@ -56,6 +56,7 @@ my %flavours = (
 	'dwarf2' => ['cc', '-gdwarf-2'],	# member offsets as exprlocs
 	'O2'     => ['cc', '-O2', '-g'],
 	'types'  => ['cc', '-gdwarf-4', '-fdebug-types-section'],	# type units
+	'strict' => ['cc', '-gdwarf-2', '-gstrict-dwarf'],	# enums without DW_AT_type
 	'split'  => ['cc', '-g', '-gsplit-dwarf'],	# skeleton + .dwo files
 	'clang'  => ['clang', '-g'],
 	'clang-O2-dwarf4' => ['clang', '-O2', '-gdwarf-4'],
