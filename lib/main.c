@@ -437,40 +437,40 @@ static char *stp_name(const char *script)
 static int run_stap(struct options *o, struct expansion *x)
 {
 	struct strv from = {0}, to = {0}, argv = {0};
-	char *name, *path;
-	int status;
+	char *name, *path, *tapset_dir = NULL, *fixed = NULL;
+	int status = -1;
 
 	if (!tmpdir_create())
-		return EXIT_FAIL;
+		goto out;
 	for (size_t i = 1; i < x->nfiles; i++) {
 		char *rel = xasprintf("tapset/%s.stp", x->files[i].module);
 		path = tmpdir_write(rel, x->files[i].out, strlen(x->files[i].out));
 		free(rel);
 		if (!path)
-			return EXIT_FAIL;
+			goto out;
 		strv_take(&from, path);
 		strv_add(&to, x->files[i].src->path);
 	}
 	if (x->nfiles > 1)
-		o->stap.tapset_dir = xasprintf("%s/tapset", tmpdir_create());
+		o->stap.tapset_dir = tapset_dir =
+			xasprintf("%s/tapset", tmpdir_create());
 	name = stp_name(o->script ? o->script : "command-line");
 	path = tmpdir_write(name, x->files[0].out, strlen(x->files[0].out));
 	free(name);
 	if (!path)
-		return EXIT_FAIL;
+		goto out;
 	strv_take(&from, path);
 	strv_add(&to, x->files[0].src->path);
 	o->stap.script = from.v[from.n - 1];
 
 	if (!o->stap.runtime && !o->no_runtime_fix &&
 	    (!o->stap.pass || o->stap.pass[0] >= '4')) {
-		char *dir = NULL;
-		if (runtime_fix(o->stap.krelease, &dir) < 0) {
+		if (runtime_fix(o->stap.krelease, &fixed) < 0) {
 			hint("pass --no-runtime-fix to use the installed "
 			     "runtime as is");
-			return EXIT_FAIL;
+			goto out;
 		}
-		o->stap.runtime = dir;	/* NULL: no fix needed */
+		o->stap.runtime = fixed;	/* NULL: no fix needed */
 	}
 	if (o->stap.keep) {
 		tmpdir_keep();
@@ -485,83 +485,118 @@ static int run_stap(struct options *o, struct expansion *x)
 		fputc('\n', stderr);
 	}
 	status = stap_run(argv.v, from.v, to.v, from.n);
+out:
+	free(tapset_dir);
+	free(fixed);
 	strv_free(&argv);
 	strv_free(&from);
 	strv_free(&to);
 	return status < 0 ? EXIT_FAIL : status;
 }
 
-int main(int argc, char **argv)
+static void options_free(struct options *o)
 {
-	struct options o = {0};
-	struct target t;
-	struct strv dirs = {0};
+	for (size_t i = 0; i < o->nargs; i++)
+		free((char *)o->args[i].name);
+	free(o->args);
+	strv_free(&o->incdirs);
+	strv_free(&o->dextra);
+	strv_free(&o->stap.defines);
+	strv_free(&o->stap.dpaths);
+	strv_free(&o->stap.kbuild);
+	strv_free(&o->stap.extra);
+	strv_free(&o->stap.script_args);
+}
+
+static void target_free(struct target *t)
+{
+	free(t->exec);
+	free(t->comm);
+	strv_free(&t->libs);
+}
+
+/* Everything after option parsing; returns the exit status. */
+static int run(struct options *o, struct target *t, struct strv *dirs)
+{
 	struct expand_opts eo = {0};
 	struct expansion x;
 	struct source *src;
-	struct dw_set *dw = NULL;
+	struct dw_set *dw;
 	int rc;
 
-	parse_options(&o, argc, argv);
-	if (!o.list_args && resolve_target(&o, &t) < 0)
-		return EXIT_FAIL;
-	if (o.list_args)
-		memset(&t, 0, sizeof(t));
-	search_path(&o, &dirs);
-
-	src = o.script_text ? source_from_mem("<command-line>", o.script_text,
-					      strlen(o.script_text))
-			    : source_read(o.script);
+	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
+					       strlen(o->script_text))
+			     : source_read(o->script);
 	if (!src)
 		return EXIT_FAIL;
 
 	dw = dw_set_new();
-	if (t.exec) {
-		dw_set_add(dw, t.exec);
-		strv_add(&o.stap.dpaths, t.exec);
+	if (t->exec) {
+		dw_set_add(dw, t->exec);
+		strv_add(&o->stap.dpaths, t->exec);
 	}
-	for (size_t i = 0; i < t.libs.n; i++) {
-		dw_set_add(dw, t.libs.v[i]);
-		strv_add(&o.stap.dpaths, t.libs.v[i]);
+	for (size_t i = 0; i < t->libs.n; i++) {
+		dw_set_add(dw, t->libs.v[i]);
+		strv_add(&o->stap.dpaths, t->libs.v[i]);
 	}
-	for (size_t i = 0; i < o.dextra.n; i++) {
-		dw_set_add(dw, o.dextra.v[i]);
-		if (strv_find(&o.stap.dpaths, o.dextra.v[i]) < 0)
-			strv_add(&o.stap.dpaths, o.dextra.v[i]);
+	for (size_t i = 0; i < o->dextra.n; i++) {
+		dw_set_add(dw, o->dextra.v[i]);
+		if (strv_find(&o->stap.dpaths, o->dextra.v[i]) < 0)
+			strv_add(&o->stap.dpaths, o->dextra.v[i]);
 	}
 
-	eo.mode = t.mode;
-	eo.exec_path = t.exec;
-	eo.exec_comm = t.comm;
-	eo.libs = t.libs.v;
-	eo.nlibs = t.libs.n;
+	eo.mode = t->mode;
+	eo.exec_path = t->exec;
+	eo.exec_comm = t->comm;
+	eo.libs = t->libs.v;
+	eo.nlibs = t->libs.n;
 	eo.dw = dw;
-	eo.incdirs = dirs.v;
-	eo.nincdirs = dirs.n;
-	eo.args = o.args;
-	eo.nargs = o.nargs;
-	eo.scan_only = o.list_args;
+	eo.incdirs = dirs->v;
+	eo.nincdirs = dirs->n;
+	eo.args = o->args;
+	eo.nargs = o->nargs;
+	eo.scan_only = o->list_args;
 
-	rc = expand_script(&eo, src, &x);
-	if (rc == 0 && o.list_args) {
+	rc = expand_script(&eo, src, &x) < 0 ? EXIT_FAIL : 0;
+	if (rc == 0 && o->list_args) {
 		print_args(&x);
-		return 0;
+		goto out;
 	}
-	for (size_t i = 0; i < o.nargs; i++)
-		if (!o.args[i].used && rc == 0)
+	for (size_t i = 0; i < o->nargs && rc == 0; i++)
+		if (!o->args[i].used)
 			warning("--arg %s is not used by the script",
-				o.args[i].name);
-	if (rc < 0)
-		return EXIT_FAIL;
+				o->args[i].name);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < x.modules.n; i++)
-		if (strv_find(&o.stap.dpaths, x.modules.v[i]) < 0)
-			strv_add(&o.stap.dpaths, x.modules.v[i]);
-	if (o.dump_src) {
+		if (strv_find(&o->stap.dpaths, x.modules.v[i]) < 0)
+			strv_add(&o->stap.dpaths, x.modules.v[i]);
+	if (o->dump_src) {
 		dump_src(&x);
-		return fflush(stdout) == 0 ? 0 : EXIT_FAIL;
+		rc = fflush(stdout) == 0 ? 0 : EXIT_FAIL;
+		goto out;
 	}
-	rc = run_stap(&o, &x);
+	rc = run_stap(o, &x);
+out:
 	expansion_free(&x);
 	dw_set_free(dw);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {0};
+	struct target t = {0};
+	struct strv dirs = {0};
+	int rc = EXIT_FAIL;
+
+	parse_options(&o, argc, argv);
+	if (o.list_args || resolve_target(&o, &t) == 0) {
+		search_path(&o, &dirs);
+		rc = run(&o, &t, &dirs);
+	}
+	strv_free(&dirs);
+	target_free(&t);
+	options_free(&o);
 	return rc;
 }

@@ -18,7 +18,7 @@ our @EXPORT = qw($ROOT $STAPXX $G scratch run_cmd stapxx golden
 		 fixture normalise slurp spit);
 
 our $ROOT = abs_path(dirname(__FILE__) . '/../..');
-our $STAPXX = "$ROOT/stap++";
+our $STAPXX = $ENV{STAPXX_BIN} // "$ROOT/stap++";	# STAPXX_BIN: test another build
 our $G = "$ROOT/t/golden";
 
 sub slurp {
