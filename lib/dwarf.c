@@ -16,6 +16,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -382,6 +383,47 @@ static void bin_open(struct dw_bin *b)
 	     "DWARF)", b->path, b->used, now_ms() - t0, t1 - t0);
 }
 
+/* The Debian package that installed binary B (from dpkg's file lists),
+ * or NULL.  Only for hints: reads a few MB, once per binary without debug
+ * info.  Caller frees. */
+static char *dpkg_owner(struct dw_bin *b)
+{
+	DIR *d = opendir("/var/lib/dpkg/info");
+	if (!d)
+		return NULL;
+	char *owner = NULL, *line = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	while (!owner && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".list"))
+			continue;
+		char *f = xasprintf("/var/lib/dpkg/info/%s", de->d_name);
+		FILE *fp = fopen(f, "r");
+		free(f);
+		if (!fp)
+			continue;
+		ssize_t len;
+		while (!owner && (len = getline(&line, &cap, fp)) > 0) {
+			if (line[len - 1] == '\n')
+				line[--len] = '\0';
+			/* merged /usr: dpkg may list /lib/x, realpath() says
+			 * /usr/lib/x */
+			if (!strcmp(line, b->path) || !strcmp(line, b->real) ||
+			    (!strncmp(b->real, "/usr/", 5) &&
+			     !strcmp(line, b->real + 4))) {
+				size_t end = strcspn(de->d_name, ":"); /* arch */
+				owner = xstrndup(de->d_name,
+						 end < n - 5 ? end : n - 5);
+			}
+		}
+		fclose(fp);
+	}
+	free(line);
+	closedir(d);
+	return owner;
+}
+
 /* The hints printed after "no debug info in ...": how to get it, and
  * where libdwfl looked for a separate debug file.  Only the first time for
  * B: a script with many macros would repeat them for every one. */
@@ -392,8 +434,16 @@ static void hint_debuginfo(struct dw_bin *b)
 	const unsigned char *id = NULL;
 	GElf_Addr vaddr;
 	int len = b->mod ? dwfl_module_build_id(b->mod, &id, &vaddr) : 0;
-	hint("install the debug symbols of '%s' (Debian: its -dbgsym package "
-	     "from the debian-debug archive) or rebuild it with -g", b->path);
+	char *pkg = dpkg_owner(b);
+	if (pkg)
+		hint("install the debug symbols of '%s' (Debian: %s-dbgsym "
+		     "from the debian-debug archive, or %s-dbg) or rebuild it "
+		     "with -g", b->path, pkg, pkg);
+	else
+		hint("install the debug symbols of '%s' (Debian: its -dbgsym "
+		     "package from the debian-debug archive) or rebuild it "
+		     "with -g", b->path);
+	free(pkg);
 	if (len > 1) {
 		char hex[2 * 64 + 1];
 		int m = len < 64 ? len : 64;

@@ -10,6 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/fixtures/dwarf";
 use DwarfTest;
 use Test::More;
+use Cwd qw(abs_path);
 
 my $F = "$ROOT/t/fixtures/dwarf";
 my $out = scratch('20-dwarf');
@@ -233,6 +234,39 @@ for my $fl ('nodebug', 'lost') {
 	     "$fl searched: says the executable has no debug info");
 	like($e, $hint1, "$fl searched: hint: dbgsym or -g");
 	like($e, $hint2, "$fl searched: hint names the build-id path");
+}
+
+# A system library without debug info: the hint names the Debian package
+# that installed it (ground truth: dpkg -S).
+{
+	my ($lib, $pkg);
+	for my $cand (map { "/lib/x86_64-linux-gnu/$_" } qw(libz.so.1 libpcre.so.3 libcrypt.so.1)) {
+		next unless -e $cand;
+		my $real = abs_path($cand);
+		next if build('readelf', '-S', '-W', $real) =~ /\.debug_info/;
+		my ($id) = build('readelf', '-n', $real) =~ /Build ID: ([0-9a-f]+)/;
+		next if $id && -e '/usr/lib/debug/.build-id/' . substr($id, 0, 2) . '/' . substr($id, 2) . '.debug';
+		for my $p ($real, $real =~ s{^/usr/}{/}r) {
+			my ($rc, $o) = run_cmd('dpkg', '-S', $p);
+			($pkg) = $o =~ /^([^:\s]+)(?::[^:\s]+)?: /m if $rc == 0;
+			last if $pkg;
+		}
+		if ($pkg) { $lib = $real; last }
+	}
+	ok($lib, "a system library without debug info, from package '" . ($pkg // '?') . "'")
+		or diag('none of libz, libpcre, libcrypt lacks debug info');
+	if ($lib) {
+		my $pscript = "$out/pkg.stp";
+		open(my $fh, '>', $pscript) or die;
+		print $fh "probe begin {\n\tprintln(\@sizeof(int, \"$lib\"))\n}\n";
+		close($fh);
+		my ($rc, $o, $e) = dump_src($pscript, '--exec', "$out/prog-g");
+		is($rc, 1, 'system library without debug info: exit status 1');
+		like($e, qr/^\Q$pscript\E:2: error: no debug info in '\Q$lib\E'$/m,
+		     'system library without debug info: error');
+		like($e, qr/^hint: install the debug symbols of '\Q$lib\E' \(Debian: \Q$pkg\E-dbgsym from the debian-debug archive, or \Q$pkg\E-dbg\) or rebuild it with -g$/m,
+		     "system library without debug info: hint names $pkg-dbgsym");
+	}
 }
 
 # ---- a type only in a shared library
