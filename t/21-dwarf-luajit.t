@@ -50,7 +50,8 @@ for my $name (sort keys %builds) {
 	my $layout = build("$out/layout-$name");
 	my ($gc64) = $layout =~ /^lj\tgc64\t(\d)/m;
 	is($gc64, $name eq 'gc64' ? 1 : 0, "$name: layout built with LJ_GC64=$gc64");
-	my @q = grep { $_->{op} ne 'gc64' } layout_lines($layout, 'lj');
+	my ($fr2) = $layout =~ /^lj\tfr2\t(\d)/m;
+	my @q = grep { $_->{op} !~ /^(?:gc64|fr2)$/ } layout_lines($layout, 'lj');
 	cmp_ok(scalar @q, '>', 50, "$name: lj_layout.c printed the layouts");
 	push @q,
 	    (map { { op => 'has_type', type => $_, value => 1 } }
@@ -59,8 +60,10 @@ for my $name (sort keys %builds) {
 	    { op => 'has_member', type => 'MRef', member => 'ptr64', value => $gc64 },
 	    { op => 'has_member', type => 'MRef', member => 'ptr32', value => 1 - $gc64 },
 	    { op => 'has_member', type => 'TValue', member => 'it64', value => $gc64 },
-	    { op => 'has_member', type => 'TValue', member => 'fr.tp', value => 1 - $gc64 },
+	    { op => 'has_member', type => 'TValue', member => 'fr.tp', value => 1 - $fr2 },
 	    { op => 'has_member', type => 'GCproto', member => 'unused_gc64', value => $gc64 },
+	    { op => 'has_member', type => 'TValue', member => 'ftsz', value => $fr2 },
+	    { op => 'has_member', type => 'GCstr', member => 'sid', value => 1 },
 	    { op => 'has_member', type => 'lua_State', member => 'nope', value => 0 };
 
 	# the luajit executable (LuaJIT linked in statically), searched
