@@ -693,6 +693,8 @@ static int parse_type(const char *s, struct tyname *t)
 	for (const char *p = name; ok && *p; p++)
 		ok = ident_char((unsigned char)*p, 0) ||
 		     (t->kind == K_NAME && *p == ' ');
+	for (size_t i = 0; ok && i < sizeof(tags) / sizeof(tags[0]); i++)
+		ok = strcmp(name, tags[i].kw) != 0;	/* "struct" alone */
 	if (!ok) {
 		if (strchr(buf, '*'))
 			return error("invalid type '%s': pointer types are not "

@@ -169,6 +169,7 @@ my @errors = (
 	['@sizeof(opaque_t)', "cannot find type 'opaque_t' in '%B'"],
 	['@sizeof(struct outer *)', "invalid type 'struct outer *': pointer types are not supported"],
 	['@sizeof(struct 9x)', "invalid type 'struct 9x': expected 'struct NAME', 'union NAME', 'enum NAME' or a type name"],
+	['@sizeof(struct)', "invalid type 'struct': expected 'struct NAME', 'union NAME', 'enum NAME' or a type name"],
 	['@enum(NOPE)', "cannot find enumerator 'NOPE' in '%B'"],
 	['@var("nope")', "cannot find variable 'nope' in '%B'"],
 	['@has_member(struct nope, x)', "cannot find struct 'nope' in '%B'"],
