@@ -36,6 +36,13 @@ Q := @
 quiet = @printf '  %-8s %s\n'
 endif
 
+# Rebuild everything when the compiler or its flags change (e.g. SANITIZE=).
+FLAGS_STAMP := .build-flags
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
+ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
+$(shell printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 FLAME_COMMON := util/flame.c lib/error.c
@@ -47,15 +54,15 @@ stap++: $(LIB_OBJS)
 	$(quiet) LINK $@
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS_DW) $(LDLIBS)
 
-lib/%.o: lib/%.c $(wildcard lib/*.h) Makefile
+lib/%.o: lib/%.c $(wildcard lib/*.h) Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
-util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile
+util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/fold.c $(FLAME_COMMON) $(LDLIBS)
 
-util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile
+util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/error.h Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/flamegraph.c $(FLAME_COMMON) $(LDLIBS) -lm
 
@@ -85,7 +92,7 @@ install: all
 	cp -R tapset samples $(DESTDIR)$(DATADIR)/
 
 clean:
-	rm -f $(PROGS) lib/*.o util/*.o
+	rm -f $(PROGS) lib/*.o util/*.o $(FLAGS_STAMP)
 	rm -rf t/out
 
 # Expander fuzz target (libFuzzer; needs clang and libclang-rt-14-dev).

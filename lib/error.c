@@ -1,5 +1,7 @@
 /* error.c - see error.h. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "error.h"
 
 #include <stdarg.h>
