@@ -48,23 +48,35 @@ static int is_ident(int c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
-/* Print "FILE:LINE: error: ..." for offset OFF of the current file. */
+/* Print "FILE:LINE: error: ..." (or warning) for offset OFF of the
+ * current file. */
+static void xreport(struct xctx *c, size_t off, int is_error,
+		    const char *fmt, va_list ap)
+{
+	char *msg;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		die("out of memory");
+	error_set_location(c->src->path, source_line(c->src, off));
+	if (is_error) {
+		error("%s", msg);
+		c->errors++;
+	} else {
+		warning("%s", msg);
+	}
+	error_clear_location();
+	free(msg);
+}
+
 static int xerr(struct xctx *c, size_t off, const char *fmt, ...)
 	PRINTF_LIKE(3, 4);
 static int xerr(struct xctx *c, size_t off, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		die("out of memory");
+	xreport(c, off, 1, fmt, ap);
 	va_end(ap);
-	error_set_location(c->src->path, source_line(c->src, off));
-	error("%s", msg);
-	error_clear_location();
-	free(msg);
-	c->errors++;
 	return -1;
 }
 
@@ -73,16 +85,10 @@ static void xwarn(struct xctx *c, size_t off, const char *fmt, ...)
 static void xwarn(struct xctx *c, size_t off, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		die("out of memory");
+	xreport(c, off, 0, fmt, ap);
 	va_end(ap);
-	error_set_location(c->src->path, source_line(c->src, off));
-	warning("%s", msg);
-	error_clear_location();
-	free(msg);
 }
 
 /* Append one newline per newline in text[from, to): keeps line numbers. */

@@ -42,7 +42,8 @@ static const char usage_text[] =
 "  -e SCRIPT           script text instead of a file\n"
 "  -I DIR              look for @use modules in DIR first (repeatable):\n"
 "                      '@use a.b' loads DIR/a/b.sxx; then ., ./tapset,\n"
-"                      the tapset dir next to stap++, and\n"
+"                      the tapset dir next to stap++ (or installed under\n"
+"                      its prefix, BIN/../share/stap++/tapset), and\n"
 "                      " STAPXX_DATADIR "/tapset\n"
 "  --arg NAME=VALUE    set $^arg_NAME (repeatable)\n"
 "  --args              list the script's arguments and defaults, then exit\n"
@@ -50,7 +51,8 @@ static const char usage_text[] =
 "\n"
 "SystemTap:\n"
 "  -D NAME=VALUE       define for the module (defaults: MAXACTION=100000,\n"
-"                      MAXMAPENTRIES=5000, MAXBACKTRACE=200)\n"
+"                      MAXMAPENTRIES=5000, MAXBACKTRACE=200,\n"
+"                      MAXSTRINGLEN=2048: a whole Lua stack is one string)\n"
 "  -d PATH             also load symbols/DWARF of PATH (the executable and\n"
 "                      its libraries are added for you)\n"
 "  -p N                stop after pass N (-p4: build the module only)\n"
@@ -378,12 +380,17 @@ static void search_path(struct options *o, struct strv *dirs)
 		self[n] = '\0';
 		char *slash = strrchr(self, '/');
 		if (slash) {
+			/* in-tree (./stap++ next to tapset/), then installed
+			 * under any prefix (PREFIX/bin/../share/stap++) */
 			*slash = '\0';
-			char *d = xasprintf("%s/tapset", self);
-			if (strv_find(dirs, d) < 0 && access(d, F_OK) == 0)
-				strv_take(dirs, d);
-			else
-				free(d);
+			char *d[2] = { xasprintf("%s/tapset", self),
+				       xasprintf("%s/../share/stap++/tapset", self) };
+			for (int k = 0; k < 2; k++) {
+				char real[PATH_MAX];
+				if (realpath(d[k], real) && strv_find(dirs, real) < 0)
+					strv_add(dirs, real);
+				free(d[k]);
+			}
 		}
 	}
 	if (strv_find(dirs, STAPXX_DATADIR "/tapset") < 0)
