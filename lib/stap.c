@@ -177,6 +177,7 @@ const char *stap_binary(void)
 
 static const char *const default_defines[] = {
 	"MAXACTION=100000", "MAXMAPENTRIES=5000", "MAXBACKTRACE=200",
+	"MAXSTRINGLEN=2048",
 };
 
 static int overridden(const struct stap_opts *o, const char *def)
