@@ -46,6 +46,7 @@ sub tmpdirs { my @d = glob("$out/stap++-*"); return @d }
 	is(scalar(grep { /^MAXACTION=/ } @argv), 1, '-D MAXACTION overrides the default');
 	ok((grep { $_ eq 'MAXMAPENTRIES=5000' } @argv), 'default -D MAXMAPENTRIES');
 	ok((grep { $_ eq 'MAXBACKTRACE=200' } @argv), 'default -D MAXBACKTRACE');
+	ok((grep { $_ eq 'MAXSTRINGLEN=2048' } @argv), 'default -D MAXSTRINGLEN');
 	like($got, qr{^file: .*/tapset/gt\.a\.stp\n// module gt\.a\n}m, 'module gt.a written as a tapset file');
 	like($got, qr{^file: .*/basic\.stp\n#!/usr/bin/env stap\n}m, 'main script written');
 	my ($kept) = $e =~ /keeping the expanded script in '([^']+)'/;
