@@ -447,6 +447,9 @@ static int run_stap(struct options *o, struct expansion *x)
 	char *name, *path, *tapset_dir = NULL, *fixed = NULL;
 	int status = -1;
 
+	if ((!o->stap.pass || o->stap.pass[0] == '5') &&
+	    stap_check_privilege(o->stap.pid) < 0)
+		goto out;
 	if (!tmpdir_create())
 		goto out;
 	for (size_t i = 1; i < x->nfiles; i++) {

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -167,6 +168,38 @@ void tmpdir_remove(void)
 	block_signals(&old);
 	remove_all();
 	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static int in_group(const char *name)
+{
+	struct group *g = getgrnam(name);
+	gid_t groups[256];
+	int n;
+
+	if (!g)
+		return 0;
+	if (getegid() == g->gr_gid)
+		return 1;
+	n = getgroups(256, groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == g->gr_gid)
+			return 1;
+	return 0;
+}
+
+int stap_check_privilege(pid_t pid)
+{
+	if (geteuid() == 0 || in_group("stapusr"))
+		return 0;
+	if (pid > 0)
+		error("cannot trace process %d: stap++ is not running as root "
+		      "(uid %d)", (int)pid, (int)geteuid());
+	else
+		error("running the probes needs root: stap++ is running as "
+		      "uid %d", (int)geteuid());
+	hint("run it as root (sudo), or join the 'stapusr' group; or build "
+	     "the module with -p4 and load it as root with staprun");
+	return -1;
 }
 
 const char *stap_binary(void)

@@ -49,6 +49,11 @@ struct stap_opts {
 /* The stap binary: $STAPXX_STAP, else "stap" (from $PATH). */
 const char *stap_binary(void);
 
+/* Can this user run (load) SystemTap modules?  Root, or a member of the
+ * 'stapusr' group, can.  Otherwise prints an error that names PID (when
+ * not 0) and the cause, with a hint, and returns -1. */
+int stap_check_privilege(pid_t pid);
+
 /* Build the argv (OUT gets argv[0] and every argument; NULL-terminated). */
 void stap_argv(const struct stap_opts *o, struct strv *out);
 

@@ -126,5 +126,28 @@ for my $c (
 	golden('pid-not-root', \@args, $rc, $o, $e, \%subst);
 }
 
+# Not root, own process: inspecting works, running the probes does not.
+{
+	my $sleeper = fork() // die;
+	if (!$sleeper) {
+		exec('setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+		     'sleep', '30') or die;
+	}
+	push @procs, $sleeper;
+	for (1 .. 100) {
+		last if (readlink("/proc/$sleeper/exe") // '') =~ /sleep$/;
+		select(undef, undef, undef, 0.05);
+	}
+	my %s = ($sleeper => '@PID@');
+	my @args = ('-x', $sleeper, '-e', 'probe begin { if ($^pid_ok) exit() }');
+	my ($rc, $o, $e) = run_cmd('setpriv', '--reuid=65534', '--regid=65534',
+				   '--clear-groups', $STAPXX, @args);
+	is($rc, 1, 'not root, running: exit 1');
+	golden('pid-not-root-run', \@args, $rc, $o, $e, \%s);
+	($rc, $o, $e) = run_cmd('setpriv', '--reuid=65534', '--regid=65534',
+				'--clear-groups', $STAPXX, @args, '--dump-src');
+	is($rc, 0, 'not root, own process: --dump-src works') or diag($e);
+}
+
 kill('KILL', @procs, @kids);
 done_testing();
