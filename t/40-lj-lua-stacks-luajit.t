@@ -1,0 +1,121 @@
+#!/usr/bin/perl
+# lj-lua-stacks end to end against the luajit CLI, GC64 and non-GC64 debug
+# builds, in the VM (one boot): the seed app (t/apps/test.lua via
+# t/apps/run.lua) with the JIT on, off, with FFI calls and with lines=1;
+# frame shapes (t/apps/edge.lua: coroutines, pcall, xpcall, tail calls,
+# varargs, metamethods, 5000-deep recursion) with the JIT on and off;
+# lj-vm-states and lj-lua-bt; and a target without LuaJIT.
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use VM;
+use LjStacks;
+
+my $R = $VM::ROOT;
+my $vm = VM->new;
+my $T = 3;         # seconds of sampling per case
+my $DEPTH = 20;    # depth of the plain modules (edge.lua recursion is cut there)
+
+# --- a target without LuaJIT: clear error, non-zero exit (no VM needed) ---
+{
+    my ($st, $log) = VM::capture($vm->out, "$R/stap++", '-p4', '-r', $vm->krel, '-m', 'ljs_sleep',
+        '--exec', '/bin/sleep', "$R/samples/lj-lua-stacks.sxx");
+    isnt $st, 0, 'lj-lua-stacks against /bin/sleep fails';
+    like $log, qr/^\S*tapset\/luajit\.sxx:\d+: error: cannot find type 'lua_State'/m,
+        'with an error naming the missing lua_State' or diag $log;
+    like $log, qr/^hint: .*'\/(?:usr\/)?bin\/sleep'/m, 'and the target binary' or diag $log;
+    is scalar(() = $log =~ /error:/g), 1, 'one error line' or diag $log;
+}
+
+# --- modules (built on the host) ---
+my %ko;
+for my $b (qw(gc64 nogc64)) {
+    my $exec = "build/luajit-$b/bin/luajit";
+    $ko{"$b"} = $vm->build("ljs_$b", 'samples/lj-lua-stacks.sxx', exec => $exec,
+        args => ['--arg', "time=$T", '--arg', "depth=$DEPTH"]);
+    ok $ko{$b}, "lj-lua-stacks builds for $exec" or diag $vm->build_log;
+    $ko{"${b}_lines"} = $vm->build("ljs_${b}_lines", 'samples/lj-lua-stacks.sxx', exec => $exec,
+        args => ['--arg', "time=$T", '--arg', 'lines=1']);
+    ok $ko{"${b}_lines"}, "lj-lua-stacks lines=1 builds for $exec" or diag $vm->build_log;
+}
+$ko{states} = $vm->build('ljvms', 'samples/lj-vm-states.sxx', exec => 'build/luajit-gc64/bin/luajit',
+    args => ['--arg', "time=$T"]);
+ok $ko{states}, 'lj-vm-states builds' or diag $vm->build_log;
+$ko{bt} = $vm->build('ljbt', 'samples/lj-lua-bt.sxx', exec => 'build/luajit-gc64/bin/luajit');
+ok $ko{bt}, 'lj-lua-bt builds' or diag $vm->build_log;
+
+# --- cases (one boot) ---
+my $run  = "$R/t/apps/run.lua";
+my $edge = "$R/t/apps/edge.lua";
+my $secs = $T + 6;   # the target outlives the sampling
+my @seed = (jit => 'jit plain', nojit => 'nojit plain', ffi => 'jit ffi');
+for my $b (qw(gc64 nogc64)) {
+    my $lj = "$R/build/luajit-$b/bin/luajit";
+    next unless $ko{$b} && $ko{"${b}_lines"};
+    for (my $i = 0; $i < @seed; $i += 2) {
+        my ($mode, $a) = @seed[$i, $i + 1];
+        $vm->case("${b}_$mode" => VM::staprun_sh(target => "$lj $run $secs $a 200000",
+            module => "ljs_$b.ko", ready => 'sleep 1'), files => [$ko{$b}]);
+    }
+    for my $mode (qw(jit nojit)) {
+        $vm->case("${b}_lines_$mode" => VM::staprun_sh(target => "$lj $run $secs $mode plain 200000",
+            module => "ljs_${b}_lines.ko", ready => 'sleep 1'), files => [$ko{"${b}_lines"}]);
+        $vm->case("${b}_edge_$mode" => VM::staprun_sh(target => "$lj $edge $secs $mode",
+            module => "ljs_$b.ko", ready => 'sleep 1'), files => [$ko{$b}]);
+    }
+}
+my $lj = "$R/build/luajit-gc64/bin/luajit";
+for my $mode (qw(jit nojit)) {
+    $vm->case("states_$mode" => VM::staprun_sh(target => "$lj $run $secs $mode plain 200000",
+        module => 'ljvms.ko', ready => 'sleep 1'), files => [$ko{states}]) if $ko{states};
+}
+$vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
+    module => 'ljbt.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
+
+my $r = $vm->run;
+is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+my $c = $r->{cases};
+
+for my $b (qw(gc64 nogc64)) {
+    for my $mode (qw(jit nojit ffi)) {
+        my $case = $c->{"${b}_$mode"} or next;
+        is $case->{status}, 0, "$b $mode: staprun status 0" or diag $case->{output};
+        my $p = LjStacks::parse($case->{output});
+        my ($f, $g) = LjStacks::check_seed("$b $mode", $p, app => "$R/t/apps/test.lua",
+            root => ['run.lua', 'C:pmain'], mode => $mode, lines => 0);
+        note sprintf('%s %s: foo %.1f%% bar %.1f%% of %d Lua samples', $b, $mode, $f, $g, $p->{total});
+    }
+    for my $mode (qw(jit nojit)) {
+        my $case = $c->{"${b}_lines_$mode"} or next;
+        is $case->{status}, 0, "$b lines $mode: staprun status 0" or diag $case->{output};
+        LjStacks::check_seed("$b lines=1 $mode", LjStacks::parse($case->{output}),
+            app => "$R/t/apps/test.lua", root => ['run.lua', 'C:pmain'], mode => $mode, lines => 1);
+        $case = $c->{"${b}_edge_$mode"} or next;
+        is $case->{status}, 0, "$b edge $mode: staprun status 0" or diag $case->{output};
+        LjStacks::check_edge("$b edge $mode", LjStacks::parse($case->{output}),
+            app => $edge, depth => $DEPTH);
+    }
+}
+
+# lj-vm-states: the share of the state the workload runs in
+for my $mode (qw(jit nojit)) {
+    my $case = $c->{"states_$mode"} or next;
+    my $o = $case->{output};
+    is $case->{status}, 0, "lj-vm-states $mode: status 0" or diag $o;
+    my %pct = map { $_->[1] => $_->[0] } ($o =~ /^\s*([\d.]+)%\s+(\w+)\s/mg) ? map { [/^\s*([\d.]+)%\s+(\w+)/] } grep { /%/ } split /\n/, $o : ();
+    my $want = $mode eq 'jit' ? 'trace' : 'interp';
+    ok(($pct{$want} // 0) >= 90, "lj-vm-states $mode: >= 90% in state '$want'") or diag $o;
+    like $o, qr/^\d+ samples of the process, \d+ running Lua:$/m, "lj-vm-states $mode: header";
+}
+
+# lj-lua-bt: one backtrace, innermost first, with lines
+if (my $case = $c->{bt}) {
+    my $o = $case->{output};
+    is $case->{status}, 0, 'lj-lua-bt: status 0' or diag $o;
+    like $o, qr/^Lua backtrace of process \d+ \(\S+\), VM state interp:$/m, 'lj-lua-bt: header';
+    like $o, qr{^C:lj_BC_\w+\n(?:/\S+/test\.lua:\d+\n)?/\S+/test\.lua:heavy\n/\S+/test\.lua:\d+\n/\S+/test\.lua:(?:foo|bar)\n/\S+/test\.lua:\d+\n/\S+/test\.lua:main\n/\S+/run\.lua:\d+\n/\S+/run\.lua\nC:pmain$}m,
+        'lj-lua-bt: heavy <- foo|bar <- main <- run.lua with full paths and lines' or diag $o;
+}
+
+done_testing;

@@ -1,0 +1,221 @@
+package LjStacks;
+
+=head1 NAME
+
+LjStacks - parse and query lj-lua-stacks output in the t/4*.t tests.
+
+=head1 FUNCTIONS
+
+=over 4
+
+=item C<parse(TEXT)>
+
+Parses stackcollapse-stap style output (frames one per line, innermost
+first, then a tab and a count, then an empty line) plus the statistics lines
+on stderr.  Returns a hash ref: C<stacks> (array of { frames => [...],
+count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
+samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
+truncated, broken; undef when the lines are missing), C<bad> (lines that
+fit neither).
+
+=item C<count_with(P, CODE)>
+
+Sum of the counts of the stacks for which CODE->(frames) is true.
+
+=item C<has_seq(FRAMES, SEQ...)>
+
+Whether FRAMES holds the frames SEQ consecutively (innermost first).
+
+=back
+
+=cut
+
+use strict;
+use warnings;
+
+sub parse {
+    my ($text) = @_;
+    my %p = (stacks => [], total => 0, bad => []);
+    my @frames;
+    for my $line (split /\n/, $text) {
+        if ($line =~ /^WARNING: lj-lua-stacks: (\d+) samples taken, (\d+) with a Lua stack \((\d+) in JIT code, (\d+) interpreted, (\d+) in C functions, (\d+) in GC, (\d+) in other VM states\)/) {
+            @{ $p{stats} }{qw(samples lua jit interp c gc other)} = ($1, $2, $3, $4, $5, $6, $7);
+        } elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) not running Lua, (\d+) before the VM was found, (\d+) skipped \(faults\), (\d+) dropped \(nojit\/nointerp\), (\d+) truncated at depth (\d+), (\d+) inconsistent/) {
+            @{ $p{stats} }{qw(nolua novm skipped dropped truncated depth broken)} = ($1, $2, $3, $4, $5, $6, $7);
+        } elsif ($line =~ /^WARNING: /) {
+            push @{ $p{warnings} }, $line;
+        } elsif ($line =~ /^\t(\d+)$/) {
+            push @{ $p{stacks} }, { frames => [@frames], count => $1 };
+            $p{total} += $1;
+            @frames = ();
+        } elsif ($line eq '') {
+            push @{ $p{bad} }, '(frames without a count)' if @frames;
+            @frames = ();
+        } else {
+            push @frames, $line;
+        }
+    }
+    push @{ $p{bad} }, '(trailing frames)' if @frames;
+    return \%p;
+}
+
+sub count_with {
+    my ($p, $code) = @_;
+    my $n = 0;
+    for my $s (@{ $p->{stacks} }) {
+        $n += $s->{count} if $code->(@{ $s->{frames} });
+    }
+    return $n;
+}
+
+sub has_seq {
+    my ($frames, @seq) = @_;
+    OUTER: for my $i (0 .. @$frames - @seq) {
+        for my $j (0 .. $#seq) {
+            next OUTER unless $frames->[$i + $j] eq $seq[$j];
+        }
+        return 1;
+    }
+    return 0;
+}
+
+# Line number (1-based) of the first line of FILE matching RE.
+sub line_of {
+    my ($file, $re) = @_;
+    open my $fh, '<', $file or die "$file: $!";
+    while (my $l = <$fh>) {
+        return $. if $l =~ $re;
+    }
+    die "line_of: no line matching $re in $file\n";
+}
+
+use Test::More ();
+
+# check_seed(NAME, PARSED, %o): the seed app's assertions (issue 4, 1-5).
+# o: app (path of test.lua), root (array ref of the outermost frames every
+# stack must end with), mode (jit | nojit | ffi), lines (0 | 1).
+sub check_seed {
+    my ($name, $p, %o) = @_;
+    my $app = $o{app};
+    my $loop = line_of($app, $o{mode} eq 'ffi' ? qr/C\.sqrt\(i\)/ : qr/do s = s \+ i end/);
+    my %call = (a => line_of($app, qr/local a = heavy\(\)/), b => line_of($app, qr/local b = heavy\(\)/),
+                c => line_of($app, qr/local c = heavy\(\)/), x => line_of($app, qr/local x = foo\(\)/),
+                y => line_of($app, qr/local y = bar\(\)/));
+    Test::More::ok($p->{stats}, "$name: statistics on stderr");
+    Test::More::is_deeply($p->{bad}, [], "$name: well-formed stackcollapse-stap output");
+    my $total = $p->{total};
+    Test::More::cmp_ok($total, '>=', 500, "$name: at least 500 Lua samples");
+    my $st = $p->{stats} // {};
+    Test::More::ok(($st->{skipped} // 1e9) <= 0.02 * ($st->{samples} // 0),
+                   "$name: at most 2% of the samples skipped (" . ($st->{skipped} // '?') . ')');
+    my @garbage;
+    for my $s (@{ $p->{stacks} }) {
+        push @garbage, grep { !/^(?:(?:test|run)\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
+    }
+    Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
+    my @root = @{ $o{root} };
+    my $unrooted = count_with($p, sub {
+        @_ >= @root && join("\n", @_[-@root .. -1]) eq join("\n", @root) ? 0 : 1 });
+    Test::More::is($unrooted, 0, "$name: every stack rooted at " . join(' <- ', reverse @root))
+        or Test::More::diag(dump_stacks($p, 8));
+    my (@foo, @bar);
+    if ($o{lines}) {
+        @foo = map { ["test.lua:$loop", 'test.lua:heavy', "test.lua:$call{$_}", 'test.lua:foo',
+                      "test.lua:$call{x}", 'test.lua:main'] } qw(a b);
+        @bar = (["test.lua:$loop", 'test.lua:heavy', "test.lua:$call{c}", 'test.lua:bar',
+                 "test.lua:$call{y}", 'test.lua:main']);
+    } else {
+        @foo = (['test.lua:heavy', 'test.lua:foo', 'test.lua:main']);
+        @bar = (['test.lua:heavy', 'test.lua:bar', 'test.lua:main']);
+    }
+    for my $path (['foo', \@foo], ['bar', \@bar]) {
+        my ($fn, $seqs) = @$path;
+        for my $seq (@$seqs) {
+            my $n = count_with($p, sub { my @f = @_; has_seq(\@f, @$seq) });
+            Test::More::ok($n > 0, "$name: path " . join(' <- ', @$seq) . " ($n samples)")
+                or Test::More::diag(dump_stacks($p, 6));
+        }
+    }
+    my $foo = count_with($p, sub { grep { $_ eq 'test.lua:foo' } @_ });
+    my $bar = count_with($p, sub { grep { $_ eq 'test.lua:bar' } @_ });
+    my ($pf, $pb) = map { $total ? 100 * $_ / $total : 0 } $foo, $bar;
+    Test::More::ok(abs($pf - 66.7) <= 3, sprintf("%s: foo %.1f%% of the Lua samples (66.7 +- 3)", $name, $pf));
+    Test::More::ok(abs($pb - 33.3) <= 3, sprintf("%s: bar %.1f%% of the Lua samples (33.3 +- 3)", $name, $pb));
+    my $heavy = count_with($p, sub { grep { $_ eq 'test.lua:heavy' } @_ });
+    my $traces = count_with($p, sub { grep { /^trace#/ } @_ });
+    if ($o{mode} eq 'jit') {
+        my $n = count_with($p, sub { grep({ $_ eq 'test.lua:heavy' } @_) && $_[0] =~ /^trace#\d+:test\.lua:$loop$/ });
+        Test::More::ok($n >= 0.9 * $heavy, "$name: leaf trace#N:test.lua:$loop in $n of $heavy samples in heavy");
+    } elsif ($o{mode} eq 'nojit') {
+        Test::More::is($traces, 0, "$name: no trace frames with the JIT off");
+        my $n = count_with($p, sub { grep({ $_ eq 'test.lua:heavy' } @_) && $_[0] =~ /^C:lj_BC_[A-Z0-9]+$/ });
+        Test::More::ok($n >= 0.95 * $heavy, "$name: leaf C:lj_BC_* in $n of $heavy samples in heavy");
+    } elsif ($o{mode} eq 'ffi') {
+        my $n = count_with($p, sub { $_[0] =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/ });
+        my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' });
+        Test::More::ok($n > 0.5 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in $n of $total samples");
+        Test::More::ok($exact > 0, "$name: C:sqrt leaves ($exact)");
+    }
+    return ($pf, $pb);
+}
+
+# check_edge(NAME, PARSED, %o): frame shapes of t/apps/edge.lua (issue 4, 7-8).
+# o: app (path of edge.lua), depth (the module's depth).
+sub check_edge {
+    my ($name, $p, %o) = @_;
+    my $app = $o{app};
+    my $co  = line_of($app, qr/^local co = coroutine\.wrap\(function\(\)/);
+    my $pc  = line_of($app, qr/local function use_pcall\(\)/);
+    my $xpc = line_of($app, qr/local ok = xpcall\(function\(\)/);
+    my $tt  = line_of($app, qr/local function tail_target\(\)/);
+    Test::More::is_deeply($p->{bad}, [], "$name: well-formed output");
+    Test::More::cmp_ok($p->{total}, '>=', 500, "$name: at least 500 Lua samples");
+    my $frame_re = qr/^(?:edge\.lua(?::\w+)?|trace#\d+:edge\.lua:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;
+    my @garbage;
+    for my $s (@{ $p->{stacks} }) {
+        push @garbage, grep { $_ !~ $frame_re } @{ $s->{frames} };
+    }
+    Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
+    my %shape = (
+        "coroutine (bottom of its own stack)" => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_co', "edge.lua:$co") && $f[-1] eq "edge.lua:$co" },
+        pcall    => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_pcall', "edge.lua:$pc", 'builtin:pcall', 'edge.lua:use_pcall') },
+        xpcall   => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_xpcall', "edge.lua:$xpc", 'builtin:xpcall', 'edge.lua:use_xpcall') },
+        "tail call (tail_target unnamed, tail_entry gone)" => sub { my @f = @_; has_seq(\@f, 'edge.lua:spin', "edge.lua:$tt", 'edge.lua:use_tail') },
+        varargs  => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_va', 'edge.lua:va', 'edge.lua:use_va') },
+        __index  => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_mm', 'edge.lua:__index', 'edge.lua:use_mm') },
+        __add    => sub { my @f = @_; has_seq(\@f, 'edge.lua:burn_mm', 'edge.lua:__add', 'edge.lua:use_mm') },
+    );
+    for my $k (sort keys %shape) {
+        my $n = count_with($p, $shape{$k});
+        Test::More::ok($n > 0, "$name: $k ($n samples)") or Test::More::diag(dump_stacks($p, 10));
+    }
+    my $lie = count_with($p, sub { grep { $_ eq 'edge.lua:tail_entry' || $_ eq 'edge.lua:tail_target' } @_ });
+    Test::More::is($lie, 0, "$name: no frame claims a name the tail call made wrong");
+    my ($deep, $wrong) = (0, 0);
+    for my $s (@{ $p->{stacks} }) {
+        next unless grep { $_ eq 'edge.lua:burn_deep' } @{ $s->{frames} };
+        $deep += $s->{count};
+        my $n = grep { /^edge\.lua/ } @{ $s->{frames} };
+        $wrong += $s->{count} if $n != $o{depth};
+    }
+    Test::More::ok($deep > 0, "$name: samples under 5000-deep recursion ($deep)");
+    Test::More::is($wrong, 0, "$name: each cut at depth=$o{depth} Lua frames");
+    Test::More::ok(($p->{stats}{truncated} // 0) >= $deep, "$name: truncated stacks counted on stderr");
+    my $unrooted = count_with($p, sub {
+        my @f = @_;
+        return 0 if $f[-1] eq 'edge.lua:rec' || $f[-1] eq "edge.lua:$co";
+        return !($f[-1] eq 'C:pmain' && $f[-2] eq 'edge.lua');
+    });
+    Test::More::is($unrooted, 0, "$name: all other stacks rooted at C:pmain <- edge.lua")
+        or Test::More::diag(dump_stacks($p, 10));
+}
+
+sub dump_stacks {
+    my ($p, $n) = @_;
+    my @s = @{ $p->{stacks} };
+    $#s = $n - 1 if @s > $n;
+    return join('', map { join("\n", @{ $_->{frames} }) . "\t$_->{count}\n\n" } @s)
+        . join("\n", @{ $p->{warnings} // [] });
+}
+
+1;
