@@ -1,7 +1,10 @@
 /*
  * expand_fuzz.c - libFuzzer target for the macro expander (lib/expand.c).
  *
- * Each input is a main script.  It is expanded twice, like stap++ does:
+ * Each input is a main script; if it starts with 'V', its first line
+ * (after the 'V') is instead the value of --arg v (fuzzing the escaping
+ * and the code checks) and the rest is the script.  It is expanded twice,
+ * like stap++ does:
  * once to list its arguments (--args) and once for real, against a fake
  * target (no DWARF set, so DWARF macros take their error path) with the
  * small modules in fuzz/tapset/ reachable by @use.  Expansion must never
@@ -11,6 +14,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../lib/expand.h"
 #include "../lib/source.h"
@@ -20,10 +24,23 @@ static char *incdirs[] = { "fuzz/tapset" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	char value[256] = "";
 	struct expand_arg args[] = {
 		{ "probe", "timer.profile", 0 },
 		{ "str", "a\"b\n;{}", 0 },
+		{ "v", value, 0 },
 	};
+
+	if (size > 0 && data[0] == 'V') {
+		size_t n = 1;
+		while (n < size && data[n] != '\n' && data[n] != '\0' &&
+		       n < sizeof(value))
+			n++;
+		memcpy(value, data + 1, n - 1);
+		value[n - 1] = '\0';
+		data += n;
+		size -= n;
+	}
 	struct expand_opts o = {
 		.mode = TARGET_MASTER,
 		.exec_path = "/fz/bin/nginx",
@@ -34,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.incdirs = incdirs,
 		.nincdirs = 1,
 		.args = args,
-		.nargs = 2,
+		.nargs = 3,
 	};
 
 	for (int scan = 1; scan >= 0; scan--) {

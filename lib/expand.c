@@ -22,6 +22,7 @@ struct libmemo {
 	const char *path;
 };
 
+#define MAX_ACTIVE 16
 struct xctx {
 	const struct expand_opts *o;
 	struct expansion *x;
@@ -33,6 +34,9 @@ struct xctx {
 	size_t nlibs;
 	int errors;
 	int depth;			/* nesting of expand_range() */
+	const char *active[MAX_ACTIVE];	/* arguments whose default is being
+					   expanded (to catch self-reference) */
+	int nactive;
 	int pending_nl;			/* newlines of a macro inside a string,
 					   emitted after the string ends */
 	int dead;			/* > 0: inside a %( %? %: %) branch that
@@ -42,6 +46,7 @@ struct xctx {
 };
 
 #define MAX_DEPTH 64
+#define MAX_VALUE (64 * 1024)	/* longest $*NAME value */
 
 static int is_ident(int c)
 {
@@ -263,7 +268,7 @@ int check_code_value(const char *name, const char *v)
 	int paren = 0, bracket = 0;
 	const char *why = NULL;
 
-	for (const char *p = v; *p && !why; p++) {
+	for (const char *p = v; !why && *p; p++) {
 		unsigned char ch = (unsigned char)*p;
 		if (ch == '\n' || ch == '\r')
 			why = "a newline";
@@ -398,6 +403,17 @@ static const char *find_lib(struct xctx *c, size_t off, const char *name)
 			if (pass == 0 ? lib_exact(b, name) : lib_loose(b, name))
 				found = o->libs[i];
 		}
+	for (int pass = 0; pass < 2 && !found; pass++)
+		for (size_t i = 0; i < o->nmissing; i++)
+			if (pass == 0 ? lib_exact(o->missing[i], name)
+				      : lib_loose(o->missing[i], name)) {
+				xerr(c, off, "the target needs library '%s', but "
+				     "it was not found", o->missing[i]);
+				hint("make the dynamic loader find it "
+				     "(LD_LIBRARY_PATH, ldconfig), or use -x PID "
+				     "of a running process");
+				return NULL;
+			}
 	if (!found) {
 		found = o->exec_path;
 		xwarn(c, off, "no library 'lib%s' in the target: assuming '%s' "
@@ -491,6 +507,8 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 				p = &x->params[x->nparams++];
 				p->name = xstrdup(name);
 				p->def = NULL;
+				p->def_src = NULL;
+				p->def_from = p->def_to = 0;
 				p->file = c->src->path;
 				p->line = source_line(c->src, i);
 			}
@@ -503,6 +521,9 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 			}
 			if (def && !p->def) {
 				p->def = def;
+				p->def_src = c->src;
+				p->def_from = k + 9;
+				p->def_to = j - 1;
 				def = NULL;
 			}
 		} else {
@@ -511,7 +532,34 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 				a->used = 1;
 				emit_outside(c, i, out, name, a->value, in_str);
 			} else if (p && p->def) {
-				add_oneline(out, p->def);
+				/* the default is script text: expand it too */
+				struct source *here = c->src;
+				struct buf v = {0};
+				size_t r = (size_t)-1;
+				for (int q = 0; q < c->nactive; q++)
+					if (strcmp(c->active[q], name) == 0) {
+						xerr(c, i, "the default of argument "
+						     "'%s' refers to itself", name);
+						free(def);
+						goto fail;
+					}
+				if (c->nactive == MAX_ACTIVE) {
+					xerr(c, i, "argument defaults nested "
+					     "too deeply");
+					free(def);
+					goto fail;
+				}
+				c->active[c->nactive++] = name;
+				c->src = p->def_src;
+				r = expand_range(c, p->def_from, p->def_to, &v, 1);
+				c->src = here;
+				c->nactive--;
+				if (r != (size_t)-1) {
+					char *d = trim_dup(v.s ? v.s : "", v.len);
+					add_oneline(out, d);
+					free(d);
+				}
+				buf_free(&v);
 			} else {
 				xerr(c, i, "missing value for argument '%s'",
 				     name);
@@ -537,7 +585,8 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		char *name = xstrndup(id + 3, strlen(id) - 8);
 		if (need_exec(c, i, "$^lib*_path") == 0) {
 			const char *path = find_lib(c, i, name);
-			emit_outside(c, i, out, id, path, in_str);
+			if (path)
+				emit_outside(c, i, out, id, path, in_str);
 		}
 		free(name);
 	} else if (strcmp(id, "target") == 0 || strcmp(id, "pid_ok") == 0) {
@@ -657,6 +706,13 @@ static size_t do_star(struct xctx *c, size_t i, size_t end, struct buf *out)
 		}
 		v = trim_dup(val.s ? val.s : "", val.len);
 		buf_free(&val);
+		if (strlen(v) > MAX_VALUE) {
+			xerr(c, i, "the value of '$*%s' is longer than %d bytes",
+			     name, MAX_VALUE);
+			free(v);
+			free(name);
+			return (size_t)-1;
+		}
 		if (!*v) {
 			xerr(c, i, "empty value for '$*%s'", name);
 			free(v);

@@ -60,6 +60,9 @@ struct expand_opts {
 	const char *exec_comm;	/* execname() to match (TASK_COMM_LEN-1 chars) */
 	char *const *libs;	/* shared libraries, load order */
 	size_t nlibs;
+	char *const *missing;	/* libraries the target needs but that were
+				   not found (names): $^lib*_path errors */
+	size_t nmissing;
 	struct dw_set *dw;	/* NULL: DWARF macros are errors */
 	char *const *incdirs;	/* module search path, in order */
 	size_t nincdirs;
@@ -79,7 +82,9 @@ struct xfile {
 /* One script argument ($^arg_NAME) seen in the script or its modules. */
 struct xparam {
 	char *name;
-	char *def;		/* default value, or NULL */
+	char *def;		/* default value (as written), or NULL */
+	struct source *def_src;	/* where the default is written: */
+	size_t def_from, def_to;	/* def_src->text[from, to) */
 	const char *file;	/* where first seen (points into an xfile) */
 	int line;
 };

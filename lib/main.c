@@ -287,6 +287,7 @@ struct target {
 	char *exec;
 	char *comm;
 	struct strv libs;
+	struct strv missing;	/* libraries ldd could not find */
 	enum target_mode mode;
 };
 
@@ -329,7 +330,7 @@ static int resolve_target(struct options *o, struct target *t)
 		if (proc_libs(from, t->exec, &t->libs) < 0)
 			return -1;
 	} else if (t->exec) {
-		if (exec_libs(t->exec, &t->libs) < 0)
+		if (exec_libs(t->exec, &t->libs, &t->missing) < 0)
 			return -1;
 	}
 	if (o->master && from) {
@@ -523,6 +524,7 @@ static void target_free(struct target *t)
 	free(t->exec);
 	free(t->comm);
 	strv_free(&t->libs);
+	strv_free(&t->missing);
 }
 
 /* Everything after option parsing; returns the exit status. */
@@ -560,6 +562,8 @@ static int run(struct options *o, struct target *t, struct strv *dirs)
 	eo.exec_comm = t->comm;
 	eo.libs = t->libs.v;
 	eo.nlibs = t->libs.n;
+	eo.missing = t->missing.v;
+	eo.nmissing = t->missing.n;
 	eo.dw = dw;
 	eo.incdirs = dirs->v;
 	eo.nincdirs = dirs->n;

@@ -135,9 +135,12 @@ static int run_capture(char *const argv[], struct buf *out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* Libraries of EXE by ldd, in load order.  QUIET: no warnings. */
-static int ldd_libs(const char *exe, struct strv *out, int quiet)
+/* Libraries of EXE by ldd, in load order.  MISSING == NULL: quiet (no
+ * messages at all); else the libraries ldd cannot find go there, with a
+ * warning. */
+static int ldd_libs(const char *exe, struct strv *out, struct strv *missing)
 {
+	int quiet = !missing;
 	char *argv[] = { "ldd", (char *)exe, NULL };
 	struct buf b = {0};
 	int status = run_capture(argv, &b);
@@ -182,6 +185,11 @@ static int ldd_libs(const char *exe, struct strv *out, int quiet)
 					ne--;
 				warning("ldd cannot find library '%.*s' of '%s'",
 					(int)(ne - name), name, exe);
+				char *soname = xstrndup(name, (size_t)(ne - name));
+				if (strv_find(missing, soname) < 0)
+					strv_take(missing, soname);
+				else
+					free(soname);
 			}
 			continue;
 		}
@@ -199,9 +207,9 @@ static int ldd_libs(const char *exe, struct strv *out, int quiet)
 	return 0;
 }
 
-int exec_libs(const char *exe, struct strv *out)
+int exec_libs(const char *exe, struct strv *out, struct strv *missing)
 {
-	return ldd_libs(exe, out, 0);
+	return ldd_libs(exe, out, missing);
 }
 
 static int is_shared_object(const char *path)
@@ -247,7 +255,7 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out)
 	fclose(f);
 	/* Load order: what the loader loads at start-up first (ldd order),
 	 * then libraries loaded later (dlopen) in address order. */
-	ldd_libs(exe, &order, 1);
+	ldd_libs(exe, &order, NULL);
 	for (size_t i = 0; i < order.n; i++)
 		if (strv_find(&mapped, order.v[i]) >= 0 &&
 		    strv_find(out, order.v[i]) < 0)

@@ -37,9 +37,9 @@ int proc_children(pid_t pid, pid_t **out, size_t *n);
 
 /* Shared libraries executable EXE loads, in load order (ldd's, which
  * follows the dynamic section's DT_NEEDED, RPATH/RUNPATH and ld.so.cache);
- * real paths appended to OUT.  A library ldd cannot find is a warning.
- * A statically linked executable has none. */
-int exec_libs(const char *exe, struct strv *out);
+ * real paths appended to OUT.  A library ldd cannot find is a warning and
+ * its name goes to MISSING.  A statically linked executable has none. */
+int exec_libs(const char *exe, struct strv *out, struct strv *missing);
 
 /* Resolve executable PATH for --exec / -c: a name without '/' is looked up
  * in $PATH; the result must be an existing regular file.  *out = its real

@@ -34,6 +34,8 @@ my @cases = (
 	['args-last-wins',      [@I, "$C/args.sxx", '--exec', $T, '--dump-src',
 				 '--arg', 'time=1', '--arg', 'label=x', '--arg', 'time=2']],
 	['dwarf',               ["$C/dwarf.sxx", '--exec', $T, '--dump-src']],
+	['default-macros',      ["$C/default-macros.sxx", '--exec', $T, '--dump-src']],
+	['default-macros-arg',  ["$C/default-macros.sxx", '--exec', $T, '--dump-src', '--arg', 'n=3']],
 	['e-script',            ['-e', 'probe @pfunc(main) { println("$^exec_path", $^arg_n :default(2)) }',
 				 '--exec', $T, '--dump-src']],
 	['e-script-error',      ['-e', "probe begin {\n\t\$^oops }", '--dump-src']],
@@ -50,7 +52,7 @@ my @cases = (
 		err-star-empty err-default-unterminated err-target-in-string
 		err-pfunc-args err-pfunc-unterminated err-conflicting-default
 		err-missing-arg err-caret-empty err-arg-empty
-		err-offsetof-args)),
+		err-offsetof-args err-default-loop)),
 );
 
 for my $c (@cases) {

@@ -62,6 +62,7 @@ for my $c (
 	['target-sample',   ['-e', 'probe begin { if ($^pid_ok) println("$^exec_path $^libgx_path") }', '--sample-pid', $pid, '--dump-src']],
 	['target-x-exec',   ['-e', 'probe begin { println("$^exec_path $^libgx_path") }', '-x', $pid, '--exec', $f->{static}, '--dump-src']],
 	['target-static',   ['-e', 'probe begin { println("$^libc_path") }', '--exec', $f->{static}, '--dump-src']],
+	['target-nolib',    ['-e', 'probe begin { println("$^libgxtra_path") }', '--exec', $f->{nolib}, '--dump-src']],
 ) {
 	my ($name, $args) = @$c;
 	my ($rc, $o, $e) = stapxx(@$args);
@@ -124,6 +125,23 @@ for my $c (
 				   '--clear-groups', $STAPXX, @args);
 	is($rc, 1, 'not root: exit 1');
 	golden('pid-not-root', \@args, $rc, $o, $e, \%subst);
+}
+
+# A process whose executable was deleted after it started: a warning, and
+# the path without " (deleted)".
+{
+	my $copy = "$out/victim";
+	system('cp', $T, $copy) == 0 or die;
+	pipe(my $r, my $w) or die;
+	my $vp = fork() // die;
+	if (!$vp) { close($r); open(STDOUT, '>&', $w); exec($copy) or die; }
+	close($w);
+	<$r>;
+	push @procs, $vp;
+	unlink($copy);
+	my @args = ('-x', $vp, '-e', 'probe begin { println("$^exec_path") }', '--dump-src');
+	my ($rc, $o, $e) = stapxx(@args);
+	golden('target-deleted', \@args, $rc, $o, $e, { $vp => '@PID@' });
 }
 
 # Not root, own process: inspecting works, running the probes does not.

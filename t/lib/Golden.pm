@@ -127,6 +127,8 @@ sub golden {
 #   target  - executable linked with libgxtra.so then libgx-1.2.so.3
 #   gx, gxtra - the two shared libraries
 #   static  - a statically linked executable (no shared libraries)
+#   nolib   - linked with libgxtra.so but without an rpath: ldd cannot
+#             find it
 sub fixture {
 	my $src = "$G/fixture";
 	my $dir = "$ROOT/t/out/golden-fixture";
@@ -136,9 +138,11 @@ sub fixture {
 		gx => "$dir/libgx-1.2.so.3",
 		gxtra => "$dir/libgxtra.so",
 		static => "$dir/static",
+		nolib => "$dir/nolib",
 	);
 	my $stamp = "$dir/.built";
-	return \%f if -e $stamp && -M $stamp < -M "$src/target.c";
+	my @inputs = (glob("$src/*.c"), __FILE__);
+	return \%f if -e $stamp && !grep { -M $stamp > -M $_ } @inputs;
 	remove_tree($dir);
 	make_path($dir);
 	my @cc = ('cc', '-g', '-O0', '-Wall');
@@ -149,6 +153,8 @@ sub fixture {
 		[@cc, '-o', $f{target}, "$src/target.c", "-L$dir", '-lgxtra',
 		 "-l:libgx-1.2.so.3", "-Wl,-rpath,$dir"],
 		[@cc, '-static', '-o', $f{static}, "$src/static.c"],
+		[@cc, '-o', $f{nolib}, "$src/static.c", '-Wl,--no-as-needed',
+		 "-L$dir", '-lgxtra'],
 	) {
 		my ($rc, $o, $e) = run_cmd(@$cmd);
 		BAIL_OUT("fixture build failed: @$cmd\n$o$e") if $rc;
