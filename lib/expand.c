@@ -263,7 +263,7 @@ static size_t expand_range(struct xctx *c, size_t i, size_t end,
 
 /* ---------------------------------------------------------------- values */
 
-int check_code_value(const char *name, const char *v)
+int check_code_value(const char *what, const char *v)
 {
 	int paren = 0, bracket = 0;
 	const char *why = NULL;
@@ -308,8 +308,8 @@ int check_code_value(const char *name, const char *v)
 		why = "unbalanced brackets";
 	if (!why)
 		return 0;
-	error("value of --arg %s contains %s, which could change the script's "
-	      "structure", name, why);
+	error("%s contains %s, which could change the script's structure",
+	      what, why);
 	hint("use it inside a string literal in the script, or pass a plain "
 	     "number, name or probe point");
 	return -1;
@@ -435,27 +435,22 @@ static int need_exec(struct xctx *c, size_t off, const char *macro)
 	return -1;
 }
 
-static const char *pid_ok_expr(const struct expand_opts *o)
+/* Append the $^pid_ok expression for the mode; 0, or -1 without target. */
+static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 {
-	static char buf[128];
+	const char *who = o->mode == TARGET_MASTER ? "ppid()" : "pid()";
 
-	switch (o->mode) {
-	case TARGET_PID:
-		return "(pid() == target())";
-	case TARGET_MASTER:
-		snprintf(buf, sizeof(buf),
-			 "(target() ? ppid() == target() : execname() == \"%s\")",
-			 o->exec_comm);
-		return buf;
-	case TARGET_EXEC:
-		snprintf(buf, sizeof(buf),
-			 "(target() ? pid() == target() : execname() == \"%s\")",
-			 o->exec_comm);
-		return buf;
-	case TARGET_NONE:
-		break;
+	if (o->mode == TARGET_NONE)
+		return -1;
+	if (o->mode == TARGET_PID) {
+		buf_adds(out, "(pid() == target())");
+		return 0;
 	}
-	return NULL;
+	/* staprun -x PID decides at run time; without it, the name */
+	buf_addf(out, "(target() ? %s == target() : execname() == \"", who);
+	add_escaped(out, o->exec_comm ? o->exec_comm : "");
+	buf_adds(out, "\")");
+	return 0;
 }
 
 /* $^... at t[i] ('$').  Returns the index after the macro, or -1. */
@@ -530,7 +525,10 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 			struct expand_arg *a = find_arg(o, name);
 			if (a) {
 				a->used = 1;
-				emit_outside(c, i, out, name, a->value, in_str);
+				char *what = xasprintf("the value of --arg %s",
+							name);
+				emit_outside(c, i, out, what, a->value, in_str);
+				free(what);
 			} else if (p && p->def) {
 				/* the default is script text: expand it too */
 				struct source *here = c->src;
@@ -578,15 +576,17 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		buf_adds(out, "/scan");	/* only the arguments matter now */
 	} else if (strcmp(id, "exec_path") == 0) {
 		if (need_exec(c, i, "$^exec_path") == 0)
-			emit_outside(c, i, out, "$^exec_path", o->exec_path,
-				     in_str);
+			emit_outside(c, i, out, "the path of $^exec_path",
+				     o->exec_path, in_str);
 	} else if (strncmp(id, "lib", 3) == 0 && strlen(id) > 8 &&
 		   strcmp(id + strlen(id) - 5, "_path") == 0) {
 		char *name = xstrndup(id + 3, strlen(id) - 8);
 		if (need_exec(c, i, "$^lib*_path") == 0) {
 			const char *path = find_lib(c, i, name);
+			char *what = xasprintf("the path of $^%s", id);
 			if (path)
-				emit_outside(c, i, out, id, path, in_str);
+				emit_outside(c, i, out, what, path, in_str);
+			free(what);
 		}
 		free(name);
 	} else if (strcmp(id, "target") == 0 || strcmp(id, "pid_ok") == 0) {
@@ -594,12 +594,8 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 			xerr(c, i, "$^%s cannot be used inside a string", id);
 		} else if (id[0] == 't') {
 			buf_adds(out, "target()");
-		} else if (!o->scan_only) {
-			const char *e = pid_ok_expr(o);
-			if (e)
-				buf_adds(out, e);
-			else
-				need_exec(c, i, "$^pid_ok");
+		} else if (!o->scan_only && add_pid_ok(out, o) < 0) {
+			need_exec(c, i, "$^pid_ok");
 		}
 	} else {
 		xerr(c, i, "unknown macro '$^%s'", id);

@@ -112,8 +112,8 @@ void expansion_free(struct expansion *x);
  * not a dotted list of identifiers. */
 char *module_relpath(const char *name);
 
-/* 0 if VALUE may be substituted into script code, else -1 after an error
- * that names argument NAME and the reason. */
-int check_code_value(const char *name, const char *value);
+/* 0 if VALUE may be substituted into script code, else -1 after the error
+ * "WHAT contains REASON, which could change the script's structure". */
+int check_code_value(const char *what, const char *value);
 
 #endif

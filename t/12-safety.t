@@ -77,4 +77,20 @@ for my $value ('a"b', 'back\\slash\\', "two\nlines", '"; exit(); "',
 	is(scalar @assign, 1, "stap sees one assignment to s: $shown");
 }
 
+# Paths and process names are outside input too: an executable named
+# 'we"ird\' is escaped in strings and in $^pid_ok, and rejected in code.
+{
+	my $dir = scratch('12-safety');
+	my $weird = "$dir/we\"ird\\";
+	system('cp', '/bin/true', $weird) == 0 or die;
+	my @args = ('-e', 'probe begin { if ($^pid_ok) println("$^exec_path") }',
+		    '--exec', $weird, '--dump-src');
+	my ($rc, $o, $e) = stapxx(@args);
+	golden('safety-weird-exec', \@args, $rc, $o, $e);
+	@args = ('-e', 'probe begin { x = $^exec_path }', '--exec', $weird, '--dump-src');
+	($rc, $o, $e) = stapxx(@args);
+	is($rc, 1, 'a weird executable path in code is rejected');
+	golden('safety-weird-exec-code', \@args, $rc, $o, $e);
+}
+
 done_testing();
