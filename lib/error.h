@@ -14,6 +14,7 @@
 #ifndef STAPXX_ERROR_H
 #define STAPXX_ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #define EXIT_FAIL  1
@@ -56,5 +57,7 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* asprintf that dies on failure; caller frees. */
 char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
+/* The same with a va_list (needs <stdarg.h>); caller frees. */
+char *xvasprintf(const char *fmt, va_list ap) PRINTF_LIKE(1, 0);
 
 #endif

@@ -58,10 +58,8 @@ static int is_ident(int c)
 static void xreport(struct xctx *c, size_t off, int is_error,
 		    const char *fmt, va_list ap)
 {
-	char *msg;
+	char *msg = xvasprintf(fmt, ap);
 
-	if (vasprintf(&msg, fmt, ap) < 0)
-		die("out of memory");
 	error_set_location(c->src->path, source_line(c->src, off));
 	if (is_error) {
 		error("%s", msg);
@@ -453,22 +451,34 @@ static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 	return 0;
 }
 
+/* The name after "$^" or "$*" at t[i] (malloc'd; *after = its end), or
+ * NULL after an error. */
+static char *sigil_name(struct xctx *c, size_t i, size_t end, size_t *after)
+{
+	const char *t = c->src->text;
+	size_t j = i + 2;
+
+	while (j < end && is_ident(t[j]))
+		j++;
+	if (j == i + 2) {
+		xerr(c, i, "expected a name after '%.2s'", t + i);
+		return NULL;
+	}
+	*after = j;
+	return xstrndup(t + i + 2, j - i - 2);
+}
+
 /* $^... at t[i] ('$').  Returns the index after the macro, or -1. */
 static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		       int in_str)
 {
 	const char *t = c->src->text;
 	const struct expand_opts *o = c->o;
-	size_t j = i + 2, k;
-	char *id;
+	size_t j, k;
+	char *id = sigil_name(c, i, end, &j);
 
-	while (j < end && is_ident(t[j]))
-		j++;
-	if (j == i + 2) {
-		xerr(c, i, "expected a macro name after '$^'");
+	if (!id)
 		return (size_t)-1;
-	}
-	id = xstrndup(t + i + 2, j - i - 2);
 
 	if (strncmp(id, "arg_", 4) == 0) {
 		const char *name = id + 4;
@@ -669,16 +679,11 @@ static size_t expr_end(const char *t, size_t i, size_t end, int *bad)
 static size_t do_star(struct xctx *c, size_t i, size_t end, struct buf *out)
 {
 	const char *t = c->src->text;
-	size_t j = i + 2, k;
-	char *name;
+	size_t j, k;
+	char *name = sigil_name(c, i, end, &j);
 
-	while (j < end && is_ident(t[j]))
-		j++;
-	if (j == i + 2) {
-		xerr(c, i, "expected a name after '$*'");
+	if (!name)
 		return (size_t)-1;
-	}
-	name = xstrndup(t + i + 2, j - i - 2);
 	k = j;
 	while (k < end && (t[k] == ' ' || t[k] == '\t'))
 		k++;

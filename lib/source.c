@@ -152,8 +152,7 @@ void buf_addf(struct buf *b, const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		die("out of memory");
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	buf_adds(b, s);
 	free(s);
