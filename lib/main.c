@@ -407,9 +407,9 @@ static void print_args(const struct expansion *x)
 	for (size_t i = 0; i < x->nparams; i++) {
 		const struct xparam *p = &x->params[i];
 		if (p->def)
-			printf("--arg %s=VALUE\tdefault: %s\n", p->name, p->def);
+			printf("--arg %s=VALUE (default: %s)\n", p->name, p->def);
 		else
-			printf("--arg %s=VALUE\t(required)\n", p->name);
+			printf("--arg %s=VALUE (required)\n", p->name);
 	}
 }
 
