@@ -442,10 +442,29 @@ static char *stp_name(const char *script)
 	return xasprintf("%.*s.stp", (int)n, b);
 }
 
+/* Write REL into the temp dir; map both names stap may print for it (the
+ * real path and the one under ROOT) back to SHOWN.  Returns the path under
+ * ROOT (owned by FROM), or NULL. */
+static const char *write_for_stap(const char *root, const char *rel,
+				  const char *text, const char *shown,
+				  struct strv *from, struct strv *to)
+{
+	char *real = tmpdir_write(rel, text, strlen(text));
+
+	if (!real)
+		return NULL;
+	strv_take(from, real);
+	strv_add(to, shown);
+	strv_take(from, xasprintf("%s/%s", root, rel));
+	strv_add(to, shown);
+	return from->v[from->n - 1];
+}
+
 static int run_stap(struct options *o, struct expansion *x)
 {
 	struct strv from = {0}, to = {0}, argv = {0};
-	char *name, *path, *tapset_dir = NULL, *fixed = NULL;
+	char *name, *tapset_dir = NULL, *fixed = NULL;
+	const char *root, *script;
 	int status = -1;
 
 	if ((!o->stap.pass || o->stap.pass[0] == '5') &&
@@ -453,26 +472,25 @@ static int run_stap(struct options *o, struct expansion *x)
 		goto out;
 	if (!tmpdir_create())
 		goto out;
+	/* stable paths for stap's cache, unless -c would inherit the fd */
+	root = o->stap.cmd ? tmpdir_create() : STAP_DIR_ALIAS;
 	for (size_t i = 1; i < x->nfiles; i++) {
 		char *rel = xasprintf("tapset/%s.stp", x->files[i].module);
-		path = tmpdir_write(rel, x->files[i].out, strlen(x->files[i].out));
+		const char *p = write_for_stap(root, rel, x->files[i].out,
+					       x->files[i].src->path, &from, &to);
 		free(rel);
-		if (!path)
+		if (!p)
 			goto out;
-		strv_take(&from, path);
-		strv_add(&to, x->files[i].src->path);
 	}
 	if (x->nfiles > 1)
-		o->stap.tapset_dir = tapset_dir =
-			xasprintf("%s/tapset", tmpdir_create());
+		o->stap.tapset_dir = tapset_dir = xasprintf("%s/tapset", root);
 	name = stp_name(o->script ? o->script : "command-line");
-	path = tmpdir_write(name, x->files[0].out, strlen(x->files[0].out));
+	script = write_for_stap(root, name, x->files[0].out,
+				x->files[0].src->path, &from, &to);
 	free(name);
-	if (!path)
+	if (!script)
 		goto out;
-	strv_take(&from, path);
-	strv_add(&to, x->files[0].src->path);
-	o->stap.script = from.v[from.n - 1];
+	o->stap.script = script;
 
 	if (!o->stap.runtime && !o->no_runtime_fix &&
 	    (!o->stap.pass || o->stap.pass[0] >= '4')) {
@@ -495,7 +513,9 @@ static int run_stap(struct options *o, struct expansion *x)
 			fprintf(stderr, " %s", argv.v[i]);
 		fputc('\n', stderr);
 	}
-	status = stap_run(argv.v, from.v, to.v, from.n);
+	status = stap_run(argv.v, from.v, to.v, from.n,
+			  strcmp(root, STAP_DIR_ALIAS) == 0 ? tmpdir_create()
+							    : NULL);
 out:
 	free(tapset_dir);
 	free(fixed);

@@ -307,20 +307,37 @@ static void map_line(const char *line, size_t n, char *const from[],
 }
 
 int stap_run(char *const argv[], char *const from[], char *const to[],
-	     size_t nmap)
+	     size_t nmap, const char *dir)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
-	int fds[2], status, rc;
+	int fds[2], status, rc, dfd = -1;
 	pid_t pid;
 	struct buf pending = {0};
 	char chunk[4096];
 
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return error("cannot create a pipe: %s", strerror(errno));
+	if (dir) {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd == STAP_DIR_FD) {
+			/* dup2 onto itself would keep O_CLOEXEC */
+			int other = fcntl(dfd, F_DUPFD_CLOEXEC, STAP_DIR_FD + 1);
+			close(dfd);
+			dfd = other;
+		}
+		if (dfd < 0)
+			return error("cannot open '%s': %s", dir, strerror(errno));
+	}
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		return error("cannot create a pipe: %s", strerror(e));
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+	if (dfd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, dfd, STAP_DIR_FD);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
 	posix_spawnattr_setsigmask(&attr, &none);
@@ -336,6 +353,8 @@ int stap_run(char *const argv[], char *const from[], char *const to[],
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	close(fds[1]);
+	if (dfd >= 0)
+		close(dfd);
 	if (rc != 0) {
 		close(fds[0]);
 		error("cannot run '%s': %s", argv[0], strerror(rc));

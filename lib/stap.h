@@ -58,14 +58,26 @@ int stap_check_privilege(pid_t pid);
 void stap_argv(const struct stap_opts *o, struct strv *out);
 
 /*
+ * stap sees the temp dir as STAP_DIR_ALIAS: stap++ hands it the directory
+ * as file descriptor STAP_DIR_FD.  The paths stap compiles into a module
+ * (error locations) are then the same on every run, so stap's module cache
+ * (~/.systemtap/cache) hits when the same script is built again, although
+ * each run has its own private temp dir.  Not used with -c, whose command
+ * would inherit the descriptor.
+ */
+#define STAP_DIR_FD 98
+#define STAP_DIR_ALIAS "/proc/self/fd/98"
+
+/*
  * Run ARGV (no shell) and wait for it.  stap's stderr is copied to ours
  * with every FROM[i] path replaced by TO[i], so its messages name the .sxx
  * files instead of the temp copies (same line numbers).  Ctrl-C reaches
  * stap directly (same process group); SIGTERM/SIGHUP/SIGQUIT sent to
  * stap++ are forwarded to it.  Returns stap's exit status (128+N if killed
  * by signal N), or -1 after error() if it could not be started.
+ * DIR, when not NULL, is handed to stap as descriptor STAP_DIR_FD.
  */
 int stap_run(char *const argv[], char *const from[], char *const to[],
-	     size_t nmap);
+	     size_t nmap, const char *dir);
 
 #endif

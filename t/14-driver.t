@@ -89,6 +89,16 @@ sub tmpdirs { my @d = glob("$out/stap++-*"); return @d }
 	unlike(slurp($log), qr{^argv: -R$}m, '--no-runtime-fix: no -R');
 }
 
+# With -c, the command would inherit the directory descriptor: real paths.
+{
+	my ($rc, $o, $e) = fake_run({}, @I, "$C/basic.sxx", '-c', "$T fork", '-p2');
+	is($rc, 0, '-c run');
+	my $got = slurp($log);
+	like($got, qr{^argv: \Q$out\E/stap\+\+-\w{6}/basic\.stp$}m, '-c: the script by its real temp path');
+	like($got, qr{^argv: -I\nargv: \Q$out\E/stap\+\+-\w{6}/tapset$}m, '-c: the module dir by its real temp path');
+	unlike($got, qr{/proc/self/fd}, '-c: no descriptor paths');
+}
+
 # stap missing: a clear error, exit 1, temp dir removed.
 {
 	my ($rc, $o, $e) = stapxx({ env => { STAPXX_STAP => '/nonexistent/stap', TMPDIR => $out } },

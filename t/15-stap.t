@@ -48,4 +48,20 @@ my @K = ('-r', $krel);
 	is($rc, 0, 'master-mode build without a PID: stap -p2 succeeds') or diag($e);
 }
 
+# Building the same script twice: the second build comes from stap's cache,
+# although every run expands into its own temp dir (stap sees it under one
+# stable name, /proc/self/fd/98).
+{
+	my $dir = scratch('15-stap');
+	my %env = (env => { SYSTEMTAP_DIR => "$dir/systemtap" });
+	my @args = (@I, "$C/stap-ok.sxx", '--exec', $T, '-p4', '-v', @K);
+	my ($rc, $o, $e) = stapxx(\%env, @args);
+	is($rc, 0, 'first -p4 build') or diag($e);
+	like($e, qr/^Pass 4: compiled C/m, 'first build compiles');
+	($rc, $o, $e) = stapxx(\%env, @args);
+	is($rc, 0, 'second -p4 build') or diag($e);
+	like($e, qr/^Pass 4: using cached /m, 'second build comes from the cache');
+	like($o, qr{^\Q$dir\E/systemtap/cache/\S+\.ko$}m, 'stap prints the cached module path');
+}
+
 done_testing();
