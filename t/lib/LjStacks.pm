@@ -12,11 +12,12 @@ LjStacks - parse and query lj-lua-stacks output in the t/4*.t tests.
 
 Parses stackcollapse-stap style output (frames one per line, innermost
 first, then a tab and a count, then an empty line) plus the statistics lines
-on stderr.  Returns a hash ref: C<stacks> (array of { frames => [...],
+on stderr; lines starting with "# " are the test's own notes and are
+skipped.  Returns a hash ref: C<stacks> (array of { frames => [...],
 count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
-truncated, broken; undef when the lines are missing), C<bad> (lines that
-fit neither).
+truncated, broken; undef when the lines are missing), C<pids> (samples per
+process id), C<bad> (lines that fit neither).
 
 =item C<count_with(P, CODE)>
 
@@ -42,7 +43,9 @@ sub parse {
             @{ $p{stats} }{qw(samples lua jit interp c gc other)} = ($1, $2, $3, $4, $5, $6, $7);
         } elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) not running Lua, (\d+) before the VM was found, (\d+) skipped \(faults\), (\d+) dropped \(nojit\/nointerp\), (\d+) truncated at depth (\d+), (\d+) inconsistent/) {
             @{ $p{stats} }{qw(nolua novm skipped dropped truncated depth broken)} = ($1, $2, $3, $4, $5, $6, $7);
-        } elsif ($line =~ /^WARNING: /) {
+        } elsif ($line =~ /^WARNING: lj-lua-stacks: samples per process \(pid:samples\):((?: \d+:\d+)*)$/) {
+            $p{pids} = { map { split /:/ } split ' ', $1 };
+        } elsif ($line =~ /^WARNING: / || $line =~ /^# /) {
             push @{ $p{warnings} }, $line;
         } elsif ($line =~ /^\t(\d+)$/) {
             push @{ $p{stacks} }, { frames => [@frames], count => $1 };
@@ -106,11 +109,14 @@ sub check_seed {
     my $total = $p->{total};
     Test::More::cmp_ok($total, '>=', 500, "$name: at least 500 Lua samples");
     my $st = $p->{stats} // {};
-    Test::More::ok(($st->{skipped} // 1e9) <= 0.02 * ($st->{samples} // 0),
-                   "$name: at most 2% of the samples skipped (" . ($st->{skipped} // '?') . ')');
+    # Interpreter samples taken while the kernel runs on an interrupt stack
+    # have no readable BASE register: skipped, counted, unbiased.
+    Test::More::ok(($st->{skipped} // 1e9) <= 0.05 * ($st->{samples} // 0),
+                   "$name: at most 5% of the samples skipped (" . ($st->{skipped} // '?') . ')')
+        or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
     my @garbage;
     for my $s (@{ $p->{stacks} }) {
-        push @garbage, grep { !/^(?:(?:test|run)\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
+        push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
     }
     Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
     my @root = @{ $o{root} };

@@ -1,0 +1,137 @@
+#!/usr/bin/perl
+# lj-lua-stacks end to end against the debug nginx + lua module, in the VM
+# (one boot): the seed app (t/apps/nginx.conf, t/apps/test.lua) under wrk,
+# sampling one worker with the JIT on, off (jit.off() in init_by_lua), with
+# FFI calls and with lines=1; then --master with two workers (attached to
+# the master, then reloaded, so the workers are forked after staprun
+# started: in -x mode SystemTap's task finder does not track children that
+# predate staprun, so @var cannot be relocated in them).
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use VM;
+use LjStacks;
+
+my $R = $VM::ROOT;
+my $vm = VM->new;
+my $T = 3;    # seconds of sampling per case
+my $nginx = 'build/nginx/sbin/nginx';
+my $conf = "$R/t/apps/nginx.conf";
+my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
+my $ffi_line = LjStacks::line_of($conf, qr/t\.ffi = true/);
+
+my %ko;
+$ko{plain} = $vm->build('ljs_ngx', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', "time=$T"]);
+ok $ko{plain}, 'lj-lua-stacks builds for nginx' or diag $vm->build_log;
+$ko{lines} = $vm->build('ljs_ngx_lines', 'samples/lj-lua-stacks.sxx', exec => $nginx,
+    args => ['--arg', "time=$T", '--arg', 'lines=1']);
+ok $ko{lines}, 'lj-lua-stacks lines=1 builds for nginx' or diag $vm->build_log;
+$ko{master} = $vm->build('ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx,
+    args => ['--master', '-', '--arg', 'time=' . ($T + 3)]);
+ok $ko{master}, 'lj-lua-stacks builds in master mode (--master -)' or diag $vm->build_log;
+
+# Start nginx with WORKERS workers, load URL with wrk, run MODULE on the
+# first worker (or on the master with master => 1).
+sub ngx_case {
+    my (%o) = @_;
+    my $env = $o{nojit} ? 'export LJ_NOJIT=1' : ':';
+    # per-request work outside heavy() (ngx.say, require) must stay well
+    # below the 3-point tolerance: a long heavy() loop, JIT code is fast
+    $o{heavy} //= $o{nojit} ? 300000 : 2000000;
+    my $target = $o{master} ? '$master' : '$worker';
+    my $secs = $T + 6;
+    return <<"SH";
+mkdir -p logs
+export TEST_APP_DIR=$R/t/apps HEAVY_N=$o{heavy}
+$env
+$R/$nginx -p "\$CASE" -c $conf -g 'worker_processes $o{workers};' > nginx.out 2>&1 &
+for i in \$(seq 1 150); do curl -s -o /dev/null http://127.0.0.1:8080/ && break; sleep 0.2; done
+master=\$(cat logs/nginx.pid)
+for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $o{workers} ] && break; sleep 0.1; done
+worker=\$(pgrep -P \$master | head -1)
+if [ -n "$o{reload}" ]; then
+    # attach to the master first, then reload: the new workers are its
+    # children forked after staprun started
+    timeout -s INT -k 10 40 staprun -x \$master "\$VM_JOB"/$o{module} > stap.out 2>&1 &
+    sp=\$!
+    sleep 3
+    old=\$(pgrep -P \$master | tr '\\n' ' ')
+    kill -HUP \$master
+    for i in \$(seq 1 100); do
+        new=\$(pgrep -P \$master)
+        stale=0
+        for p in \$new; do case " \$old " in *" \$p "*) stale=1 ;; esac; done
+        [ \$stale = 0 ] && [ \$(echo \$new | wc -w) -ge $o{workers} ] && break
+        sleep 0.1
+    done
+    echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
+    wrk -t2 -c8 -d ${secs}s http://127.0.0.1:8080$o{url} > wrk.txt 2>&1 &
+    wp=\$!
+    wait \$sp
+    rc=\$?
+    cat stap.out
+    wait \$wp
+else
+    echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
+    wrk -t2 -c8 -d ${secs}s http://127.0.0.1:8080$o{url} > wrk.txt 2>&1 &
+    wp=\$!
+    sleep 1
+    timeout -s INT -k 10 40 staprun -x $target "\$VM_JOB"/$o{module}
+    rc=\$?
+    wait \$wp
+fi
+kill -QUIT \$master
+wait
+grep -h 'Requests/sec' wrk.txt | sed 's/^/# /'
+grep -E '\\[(alert|emerg|crit)\\]' logs/error.log | sed 's/^/# /'
+exit \$rc
+SH
+}
+
+$vm->case(jit => ngx_case(workers => 1, url => '/', module => 'ljs_ngx.ko'), files => [$ko{plain}], timeout => 90)
+    if $ko{plain};
+$vm->case(nojit => ngx_case(workers => 1, url => '/', module => 'ljs_ngx.ko', nojit => 1),
+    files => [$ko{plain}], timeout => 90) if $ko{plain};
+$vm->case(ffi => ngx_case(workers => 1, url => '/ffi', module => 'ljs_ngx.ko'), files => [$ko{plain}], timeout => 90)
+    if $ko{plain};
+$vm->case(lines => ngx_case(workers => 1, url => '/', module => 'ljs_ngx_lines.ko'),
+    files => [$ko{lines}], timeout => 90) if $ko{lines};
+$vm->case(master => ngx_case(workers => 2, url => '/', module => 'ljs_ngx_master.ko', master => 1, reload => 1),
+    files => [$ko{master}], timeout => 90) if $ko{master};
+
+my $r = $vm->run;
+is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+my $c = $r->{cases};
+
+my %root = (jit => $chunk_line, nojit => $chunk_line, ffi => $ffi_line, lines => $chunk_line, master => $chunk_line);
+for my $name (qw(jit nojit ffi lines master)) {
+    my $case = $c->{$name} or next;
+    is $case->{status}, 0, "nginx $name: staprun status 0" or diag $case->{output};
+    unlike $case->{output}, qr/\[(alert|emerg|crit)\]/, "nginx $name: no errors in error.log";
+    my $p = LjStacks::parse($case->{output});
+    my $chunk = "content_by_lua(nginx.conf:$root{$name})";
+    my $mode = $name eq 'nojit' ? 'nojit' : $name eq 'ffi' ? 'ffi' : 'jit';
+    my ($f, $b) = LjStacks::check_seed("nginx $name", $p, app => "$R/t/apps/test.lua",
+        root => [$chunk], mode => $mode, lines => $name eq 'lines' ? 1 : 0);
+    note sprintf('nginx %s: foo %.1f%% bar %.1f%% of %d Lua samples', $name, $f, $b, $p->{total});
+    if ($name eq 'lines') {
+        my $n = LjStacks::count_with($p, sub { my @f = @_; LjStacks::has_seq(\@f, "$chunk:1", $chunk) });
+        ok $n > 0, "nginx lines: the chunk's own line above it ($chunk:1)";
+    }
+    if ($name eq 'master') {
+        my ($master, @workers) = $case->{output} =~ /^# master: (\d+) workers: (\d+) (\d+)/m;
+        is scalar(@workers), 2, 'nginx master: two workers' or diag $case->{output};
+        my $pids = $p->{pids} // {};
+        ok !exists $pids->{$master}, 'nginx master: the master itself is not sampled' if $master;
+        my $all = 0;
+        $all += $_ for values %$pids;
+        for my $w (@workers) {
+            my $n = $pids->{$w} // 0;
+            ok $n >= 0.15 * $all, "nginx master: worker $w sampled ($n of $all samples)"
+                or diag $case->{output};
+        }
+    }
+}
+
+done_testing;
