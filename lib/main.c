@@ -16,6 +16,7 @@
 
 static const char usage_text[] =
 "usage: stap++ [OPTIONS] SCRIPT.sxx [SCRIPT-ARGS...] [-- STAP-OPTIONS...]\n"
+"       stap++ [OPTIONS] - < SCRIPT.sxx\n"
 "       stap++ [OPTIONS] -e 'SCRIPT' [SCRIPT-ARGS...]\n"
 "\n"
 "Expand a stap++ (.sxx) script against a target's binaries and run it with\n"
@@ -484,7 +485,8 @@ static int run_stap(struct options *o, struct expansion *x)
 	}
 	if (x->nfiles > 1)
 		o->stap.tapset_dir = tapset_dir = xasprintf("%s/tapset", root);
-	name = stp_name(o->script ? o->script : "command-line");
+	name = stp_name(o->script && strcmp(o->script, "-") ? o->script
+							    : "command-line");
 	script = write_for_stap(root, name, x->files[0].out,
 				x->files[0].src->path, &from, &to);
 	free(name);

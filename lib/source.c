@@ -60,8 +60,11 @@ struct source *source_read(const char *path)
 	char chunk[65536];
 	struct source *src;
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
 
+	if (is_stdin)
+		path = "<stdin>";
 	if (fd < 0) {
 		error("cannot read '%s': %s", path, strerror(errno));
 		return NULL;

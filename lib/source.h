@@ -17,9 +17,9 @@ struct source {
 	size_t nlines;
 };
 
-/* Read file PATH.  Returns a new source (free with source_free()) or NULL
- * after printing "cannot read 'PATH': REASON".  A NUL byte in the file is an
- * error (scripts are text). */
+/* Read file PATH ("-": standard input, named "<stdin>").  Returns a new
+ * source (free with source_free()) or NULL after printing "cannot read
+ * 'PATH': REASON".  A NUL byte in the file is an error (scripts are text). */
 struct source *source_read(const char *path);
 
 /* Wrap TEXT (LEN bytes, copied) named NAME (copied); never NULL.  Embedded

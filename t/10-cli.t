@@ -78,4 +78,18 @@ for my $c (
 	is($o, "probe begin { exit() }\n", '-e script printed');
 }
 
+# "-" reads the script from standard input; messages name it <stdin>.
+{
+	my $dir = scratch('10-cli');
+	spit("$dir/in.sxx", "probe begin {\n\tprintln(\"\$^arg_x :default(1)\")\n\t\$^oops\n}\n");
+	my ($rc, $o, $e) = stapxx({ stdin => "$dir/in.sxx" }, '-', '--dump-src');
+	is($rc, 1, 'stdin script with an error: exit 1');
+	is($e, "<stdin>:3: error: unknown macro '\$^oops'\nhint: known: \$^arg_NAME, \$^exec_path, \$^libNAME_path, \$^target, \$^pid_ok\n",
+	   'stdin script: errors name <stdin>');
+	spit("$dir/ok.sxx", "probe begin { println(\"\$^arg_x :default(1)\") }\n");
+	($rc, $o, $e) = stapxx({ stdin => "$dir/ok.sxx" }, '-', '--dump-src', '--arg', 'x=2');
+	is($rc, 0, 'stdin script: exit 0');
+	is($o, "probe begin { println(\"2\") }\n", 'stdin script expanded');
+}
+
 done_testing();
