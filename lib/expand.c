@@ -377,13 +377,13 @@ static int lib_exact(const char *b, const char *name)
 	return *b == '\0';
 }
 
-/* Looser: basename starts with libNAME and has ".so" after it. */
+/* Looser: basename starts with libNAME and is a shared object (".so"). */
 static int lib_loose(const char *b, const char *name)
 {
 	size_t n = strlen(name);
 
 	return strncmp(b, "lib", 3) == 0 && strncmp(b + 3, name, n) == 0 &&
-	       strstr(b + 3 + n, ".so") != NULL;
+	       strstr(b, ".so") != NULL;
 }
 
 static const char *find_lib(struct xctx *c, size_t off, const char *name)
@@ -479,6 +479,21 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 
 	if (!id)
 		return (size_t)-1;
+	if (strncmp(id, "lib", 3) == 0 && j < end && (t[j] == '-' || t[j] == '.')) {
+		/* $^libluajit-5.1_path: library names may have '-' and '.';
+		 * take the longest run that ends in "_path" */
+		size_t e = j, best = 0;
+		while (e < end && (is_ident(t[e]) || t[e] == '-' || t[e] == '.')) {
+			e++;
+			if (e - (i + 2) >= 5 && strncmp(t + e - 5, "_path", 5) == 0)
+				best = e;
+		}
+		if (best) {
+			free(id);
+			id = xstrndup(t + i + 2, best - i - 2);
+			j = best;
+		}
+	}
 
 	if (strncmp(id, "arg_", 4) == 0) {
 		const char *name = id + 4;

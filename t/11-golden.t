@@ -38,6 +38,8 @@ my @cases = (
 	['default-macros-arg',  ["$C/default-macros.sxx", '--exec', $T, '--dump-src', '--arg', 'n=3']],
 	['e-script',            ['-e', 'probe @pfunc(main) { println("$^exec_path", $^arg_n :default(2)) }',
 				 '--exec', $T, '--dump-src']],
+	['lib-dashed',          ['-e', 'probe begin { println("$^libgx-1.2_path $^libgx-1.2.so_path.x $^libgxtra_path-x") }',
+				 '--exec', $T, '--dump-src']],
 	['e-script-error',      ['-e', "probe begin {\n\t\$^oops }", '--dump-src']],
 	['err-dwarf',           ["$C/err-dwarf.sxx", '--exec', $T, '--dump-src']],
 	['err-dwarf-module',    ["$C/err-dwarf-module.sxx", '--exec', $T, '--dump-src']],
