@@ -58,6 +58,8 @@ my @K = ('-r', $krel);
 	my ($rc, $o, $e) = stapxx(\%env, @args);
 	is($rc, 0, 'first -p4 build') or diag($e);
 	like($e, qr/^Pass 4: compiled C/m, 'first build compiles');
+	like($e, qr/^stap\+\+: running: stap .* -R \S+ /m,
+	     'by default the runtime fix is applied (stap gets -R)');
 	($rc, $o, $e) = stapxx(\%env, @args);
 	is($rc, 0, 'second -p4 build') or diag($e);
 	like($e, qr/^Pass 4: using cached /m, 'second build comes from the cache');
