@@ -27,6 +27,9 @@ chomp $log;
 is $log, $vm->krel, '--kernel-release prints one release';
 ok -f "/boot/vmlinuz-$log" && -d "/lib/modules/$log/build", '... with a kernel image and headers';
 
+($st, $log) = VM::capture($out, $run, '--help');
+is $st, 0, '--help: status 0';
+like $log, qr/^usage: util\/vm-run --kernel-release\n.*--timeout SECS/s, '--help: usage and options';
 ($st, $log) = VM::capture($out, $run);
 is $st >> 8, 2, 'no script: exit 2';
 like $log, qr/error: no job script given.*usage: util\/vm-run/s, '... with usage';
