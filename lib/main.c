@@ -345,8 +345,11 @@ static int resolve_target(struct options *o, struct target *t)
 			else
 				info(1, "master %d has %zu children", (int)from,
 				     n);
-			/* workers may have loaded more (dlopen) */
-			if (n > 0)
+			/* workers may have loaded more (dlopen); a worker
+			 * that just went away is no error */
+			char maps[64];
+			snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)(n ? kids[0] : 0));
+			if (n > 0 && access(maps, R_OK) == 0)
 				proc_libs(kids[0], t->exec, &t->libs);
 			free(kids);
 		}
