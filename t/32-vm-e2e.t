@@ -127,7 +127,8 @@ isnt $layout{gc64}, $layout{nogc64}, "different layouts resolved per build ($lay
 # nginx + lua
 my $o = $c->{nginx}{output};
 like $o, qr/^200$/m, 'nginx: GET /lua answers 200' or diag $o;
-like $o, qr/^lua says 5050 from LuaJIT 2\.1\S* in worker \d+$/m, 'nginx: content_by_lua_block ran';
+like $o, qr/^lua says 5050 from LuaJIT 2\.1\S* in worker \d+ with resty\.core loaded$/m,
+    'nginx: content_by_lua_block ran, with resty.core and resty.lrucache';
 unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'nginx: no errors in error.log';
 
 done_testing;
