@@ -65,7 +65,7 @@ The guest kernel release; the absolute scratch dir.
 =item C<< $vm->build(NAME, SCRIPT, %opts) >>
 
 Builds C<NAME.ko> in the scratch dir with
-C<./stap++ -p4 -r KREL -m NAME [--exec EXEC] [ARGS...] SCRIPT>.
+C<./stap++ -p4 -r KREL -m NAME [--exec EXEC] [ARGS...] SCRIPT [-- STAP_ARGS...]>.
 SCRIPT is a path (relative to the repository or absolute), or C<undef> with
 C<< source => TEXT >> (written to C<NAME.sxx> in the scratch dir).  Options:
 C<exec> (the target executable, relative to the repository or absolute),
@@ -111,7 +111,7 @@ C<staprun [OPTS] -x $pid MODULE> in the foreground, then kills the target.
 Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
 C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30).
-The case's status is staprun's.
+The case's status is staprun's (124 when it had to be stopped).
 
 =item C<VM::capture(DIR, ARGV...)>
 
