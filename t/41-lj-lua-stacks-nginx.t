@@ -15,7 +15,7 @@ use LjStacks;
 
 my $R = $VM::ROOT;
 my $vm = VM->new;
-my $T = 3;    # seconds of sampling per case
+my $T = 4;    # seconds of sampling per case
 my $nginx = 'build/nginx/sbin/nginx';
 my $conf = "$R/t/apps/nginx.conf";
 my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
