@@ -39,6 +39,13 @@ for my $b (qw(gc64 nogc64)) {
         args => ['--arg', "time=$T", '--arg', 'lines=1']);
     ok $ko{"${b}_lines"}, "lj-lua-stacks lines=1 builds for $exec" or diag $vm->build_log;
 }
+# options: nojit/fullpath/limit on a JIT workload, nointerp on an interpreted one
+$ko{opt_nojit} = $vm->build('ljs_opt_nojit', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit',
+    args => ['--arg', "time=$T", '--arg', 'nojit=1', '--arg', 'fullpath=1', '--arg', 'limit=2']);
+ok $ko{opt_nojit}, 'lj-lua-stacks nojit=1 fullpath=1 limit=2 builds' or diag $vm->build_log;
+$ko{opt_nointerp} = $vm->build('ljs_opt_nointerp', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit',
+    args => ['--arg', "time=$T", '--arg', 'nointerp=1']);
+ok $ko{opt_nointerp}, 'lj-lua-stacks nointerp=1 builds' or diag $vm->build_log;
 $ko{states} = $vm->build('ljvms', 'samples/lj-vm-states.sxx', exec => 'build/luajit-gc64/bin/luajit',
     args => ['--arg', "time=$T"]);
 ok $ko{states}, 'lj-vm-states builds' or diag $vm->build_log;
@@ -70,6 +77,10 @@ for my $mode (qw(jit nojit)) {
     $vm->case("states_$mode" => VM::staprun_sh(target => "$lj $run $secs $mode plain 200000",
         module => 'ljvms.ko', ready => 'sleep 1'), files => [$ko{states}]) if $ko{states};
 }
+$vm->case(opt_nojit => VM::staprun_sh(target => "$lj $run $secs jit plain 200000",
+    module => 'ljs_opt_nojit.ko', ready => 'sleep 1'), files => [$ko{opt_nojit}]) if $ko{opt_nojit};
+$vm->case(opt_nointerp => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
+    module => 'ljs_opt_nointerp.ko', ready => 'sleep 1'), files => [$ko{opt_nointerp}]) if $ko{opt_nointerp};
 $vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
     module => 'ljbt.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
 
@@ -96,6 +107,27 @@ for my $b (qw(gc64 nogc64)) {
         LjStacks::check_edge("$b edge $mode", LjStacks::parse($case->{output}),
             app => $edge, depth => $DEPTH);
     }
+}
+
+# options
+if (my $case = $c->{opt_nojit}) {
+    my $p = LjStacks::parse($case->{output});
+    is $case->{status}, 0, 'nojit=1: status 0' or diag $case->{output};
+    my $st = $p->{stats} // {};
+    ok(($st->{dropped} // 0) >= 0.9 * ($st->{samples} // 1e9), "nojit=1: JIT samples dropped ($st->{dropped} of $st->{samples})")
+        or diag $case->{output};
+    is LjStacks::count_with($p, sub { grep { /^trace#/ } @_ }), 0, 'nojit=1: no trace frames printed';
+    ok @{ $p->{stacks} } <= 2, 'limit=2: at most 2 stacks printed';
+    my @rel = grep { /\.lua/ && !m{^(?:trace#\d+:)?/\S+\.lua} } map { @{ $_->{frames} } } @{ $p->{stacks} };
+    is_deeply \@rel, [], 'fullpath=1: every chunk is a full path' or diag $case->{output};
+}
+if (my $case = $c->{opt_nointerp}) {
+    my $p = LjStacks::parse($case->{output});
+    is $case->{status}, 0, 'nointerp=1: status 0' or diag $case->{output};
+    my $st = $p->{stats} // {};
+    ok(($st->{dropped} // 0) >= 0.9 * ($st->{samples} // 1e9), "nointerp=1: interpreter samples dropped ($st->{dropped} of $st->{samples})")
+        or diag $case->{output};
+    is LjStacks::count_with($p, sub { $_[0] =~ /^C:lj_BC_/ }), 0, 'nointerp=1: no interpreter leaves printed';
 }
 
 # lj-vm-states: the share of the state the workload runs in

@@ -39,6 +39,7 @@ sub ngx_case {
     # per-request work outside heavy() (ngx.say, require) must stay well
     # below the 3-point tolerance: a long heavy() loop, JIT code is fast
     $o{heavy} //= $o{nojit} ? 300000 : 2000000;
+    $o{reload} //= '';
     my $target = $o{master} ? '$master' : '$worker';
     my $secs = $T + 6;
     return <<"SH";
