@@ -119,6 +119,11 @@ sub check_seed {
         push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
     }
     Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
+    if (!$o{lines}) {
+        my $unnamed = count_with($p, sub { grep { /^test\.lua:\d+$/ } @_ });
+        Test::More::is($unnamed, 0, "$name: every test.lua function named as its caller called it")
+            or Test::More::diag(dump_stacks($p, 8));
+    }
     my @root = @{ $o{root} };
     my $unrooted = count_with($p, sub {
         @_ >= @root && join("\n", @_[-@root .. -1]) eq join("\n", @root) ? 0 : 1 });
