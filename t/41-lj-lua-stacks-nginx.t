@@ -27,6 +27,8 @@ ok $ko{plain}, 'lj-lua-stacks builds for nginx' or diag $vm->build_log;
 $ko{lines} = $vm->build('ljs_ngx_lines', 'samples/lj-lua-stacks.sxx', exec => $nginx,
     args => ['--arg', "time=$T", '--arg', 'lines=1']);
 ok $ko{lines}, 'lj-lua-stacks lines=1 builds for nginx' or diag $vm->build_log;
+$ko{bt} = $vm->build('ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => $nginx);
+ok $ko{bt}, 'lj-lua-bt builds for nginx' or diag $vm->build_log;
 $ko{master} = $vm->build('ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx,
     args => ['--master', '-', '--arg', 'time=' . ($T + 3)]);
 ok $ko{master}, 'lj-lua-stacks builds in master mode (--master -)' or diag $vm->build_log;
@@ -98,6 +100,8 @@ $vm->case(ffi => ngx_case(workers => 1, url => '/ffi', module => 'ljs_ngx.ko'), 
     if $ko{plain};
 $vm->case(lines => ngx_case(workers => 1, url => '/', module => 'ljs_ngx_lines.ko'),
     files => [$ko{lines}], timeout => 90) if $ko{lines};
+$vm->case(bt => ngx_case(workers => 1, url => '/', module => 'ljbt_ngx.ko', nojit => 1),
+    files => [$ko{bt}], timeout => 90) if $ko{bt};
 $vm->case(master => ngx_case(workers => 2, url => '/', module => 'ljs_ngx_master.ko', master => 1, reload => 1),
     files => [$ko{master}], timeout => 90) if $ko{master};
 
@@ -133,6 +137,15 @@ for my $name (qw(jit nojit ffi lines master)) {
                 or diag $case->{output};
         }
     }
+}
+
+# lj-lua-bt on a busy worker (JIT off): one backtrace with full paths and lines
+if (my $case = $c->{bt}) {
+    my $o = $case->{output};
+    is $case->{status}, 0, 'nginx lj-lua-bt: status 0' or diag $o;
+    like $o, qr/^Lua backtrace of process \d+ \(nginx\), VM state \w+:$/m, 'nginx lj-lua-bt: header' or diag $o;
+    like $o, qr{^C:lj_BC_\w+\n(?:/\S+/test\.lua:\d+\n)?/\S+/test\.lua:heavy\n/\S+/test\.lua:\d+\n/\S+/test\.lua:(?:foo|bar)\n/\S+/test\.lua:\d+\n/\S+/test\.lua:main\ncontent_by_lua\(nginx\.conf:$chunk_line\):1\ncontent_by_lua\(nginx\.conf:$chunk_line\)$}m,
+        'nginx lj-lua-bt: heavy <- foo|bar <- main <- content_by_lua, with lines' or diag $o;
 }
 
 done_testing;
