@@ -73,6 +73,21 @@ write_file("$out/odd.txt", "a b 12\n[string \"x\"]:3\n\t7\n\n");
 ($o) = run("$fold $out/odd.txt");
 is($o, "[string \"x\"]:3;a b 12 7\n", 'frames with spaces and digits kept verbatim');
 
+# Inputs larger than any read buffer (regression: input cut at 64 KiB).
+{
+    open my $fh, '>', "$out/big.txt" or die;
+    for my $i (1 .. 20000) { print $fh "leaf$i\nmid\nroot\n\t$i\n\n" }
+    close $fh;
+    ok(-s "$out/big.txt" > 300_000, 'big input is > 300 KB');
+    my ($o, $e, $rc) = run("$fold $out/big.txt");
+    is($rc, 0, 'big input folds') or diag $e;
+    my @l = split /\n/, $o;
+    is(scalar @l, 20000, 'every stack of the big input');
+    my $sum = 0;
+    $sum += (split / /)[-1] for @l;
+    is($sum, 20000 * 20001 / 2, 'every sample of the big input');
+}
+
 # Output is deterministic.
 my ($o1) = run("$fold t/fixtures/flame/stacks.txt");
 my ($o2) = run("$fold t/fixtures/flame/stacks.txt");

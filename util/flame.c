@@ -273,34 +273,25 @@ void flame_reverse(struct flame_table *t)
 
 /* ---- writing folded text --------------------------------------------- */
 
-void flame_write_frame(FILE *out, const char *f, size_t len)
-{
-	const char *run = f, *end = f + len;
-
-	for (; f < end; f++) {
-		if (*f != ';' && *f != '\\')
-			continue;
-		fwrite(run, 1, (size_t)(f - run), out);
-		putc('\\', out);
-		run = f;
-	}
-	fwrite(run, 1, (size_t)(end - run), out);
-}
-
 void flame_write_folded(FILE *out, const char *key, size_t len, uint64_t count)
 {
-	const char *end = key + len, *p;
+	static struct buf b;
+	const char *end = key + len;
 
-	while (key < end) {
-		p = memchr(key, FLAME_SEP, (size_t)(end - key));
-		if (!p)
-			p = end;
-		flame_write_frame(out, key, (size_t)(p - key));
-		if (p < end)
-			putc(';', out);
-		key = p + 1;
+	/* Worst case: every byte escaped, plus " COUNT\n". */
+	b.len = 0;
+	buf_reserve(&b, 2 * len + 32);
+	for (; key < end; key++) {
+		char c = *key;
+		if (c == FLAME_SEP) {
+			c = ';';
+		} else if (c == ';' || c == '\\') {
+			b.p[b.len++] = '\\';
+		}
+		b.p[b.len++] = c;
 	}
-	fprintf(out, " %" PRIu64 "\n", count);
+	b.len += (size_t)snprintf(b.p + b.len, 32, " %" PRIu64 "\n", count);
+	fwrite_unlocked(b.p, 1, b.len, out);
 }
 
 void flame_close_output(FILE *out, const char *what)
@@ -320,7 +311,7 @@ static char *slurp(int fd, const char *name, size_t *len)
 
 	for (;;) {
 		ssize_t r;
-		if (cap - n < 2) {
+		if (cap - n < 4096) {
 			cap *= 2;
 			p = xrealloc(p, cap);
 		}

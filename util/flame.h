@@ -95,10 +95,6 @@ void flame_reverse(struct flame_table *t);
 
 void flame_table_free(struct flame_table *t);
 
-/* Write the frame F (LEN bytes, no separators) to OUT in folded form
- * (';' -> "\;", '\' -> "\\"). */
-void flame_write_frame(FILE *out, const char *f, size_t len);
-
 /* Write the stack KEY in folded form followed by " COUNT\n". */
 void flame_write_folded(FILE *out, const char *key, size_t len, uint64_t count);
 

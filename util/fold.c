@@ -64,6 +64,7 @@ int main(int argc, char **argv)
 	if (!nfiles)
 		flame_read(&t, "-");
 
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	v = flame_sorted(&t, &n);
 	for (i = 0; i < n; i++)
 		flame_write_folded(stdout, v[i]->key, v[i]->len, v[i]->count);
