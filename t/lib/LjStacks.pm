@@ -162,10 +162,20 @@ sub check_seed {
         my $n = count_with($p, sub { grep({ $_ eq 'test.lua:heavy' } @_) && $_[0] =~ /^C:lj_BC_[A-Z0-9]+$/ });
         Test::More::ok($n >= 0.95 * $heavy, "$name: leaf C:lj_BC_* in $n of $heavy samples in heavy");
     } elsif ($o{mode} eq 'ffi') {
+        # sqrt's share depends on how fast the emulated CPU runs sqrtsd
+        # against the trace's call sequence: 46-56% measured under TCG.
         my $n = count_with($p, sub { $_[0] =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/ });
         my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' });
-        Test::More::ok($n > 0.5 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in $n of $total samples");
+        Test::More::ok($n > 0.4 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in $n of $total samples (> 40%)");
         Test::More::ok($exact > 0, "$name: C:sqrt leaves ($exact)");
+        my %leaf;
+        for my $s (@{ $p->{stacks} }) {
+            my $l = $s->{frames}[0];
+            $l = 'C:sqrt*' if $l =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)/;
+            $leaf{$l} += $s->{count} if $l =~ /^C:/;
+        }
+        my ($top) = sort { $leaf{$b} <=> $leaf{$a} } keys %leaf;
+        Test::More::is($top // '', 'C:sqrt*', "$name: sqrt is the most frequent native leaf");
     }
     return ($pf, $pb);
 }
