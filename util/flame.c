@@ -121,32 +121,33 @@ static uint64_t hash_bytes(const char *s, size_t len)
 
 static void table_grow(struct flame_table *t)
 {
-	size_t nslots = t->nslots ? t->nslots * 2 : 1024, i;
-	struct flame_stack *slots = xcalloc(nslots, sizeof *slots);
+	size_t nslots = t->nslots ? t->nslots * 2 : 1024, i, j;
+	size_t *slots = xcalloc(nslots, sizeof *slots);
 
-	for (i = 0; i < t->nslots; i++) {
-		struct flame_stack *s = &t->slots[i];
-		size_t j;
-		if (!s->key)
-			continue;
-		for (j = s->hash & (nslots - 1); slots[j].key; j = (j + 1) & (nslots - 1))
+	for (i = 0; i < t->n; i++) {
+		for (j = t->items[i].hash & (nslots - 1); slots[j]; j = (j + 1) & (nslots - 1))
 			;
-		slots[j] = *s;
+		slots[j] = i + 1;
 	}
 	free(t->slots);
 	t->slots = slots;
 	t->nslots = nslots;
 }
 
-static struct flame_stack *table_slot(const struct flame_table *t, const char *key,
-				      size_t len, uint64_t h)
+/* The slot holding KEY, or the empty slot where it would go. */
+static size_t *table_slot(const struct flame_table *t, const char *key,
+			  size_t len, uint64_t h)
 {
 	size_t j;
 
 	for (j = h & (t->nslots - 1);; j = (j + 1) & (t->nslots - 1)) {
-		struct flame_stack *s = &t->slots[j];
-		if (!s->key || (s->hash == h && s->len == len && !memcmp(s->key, key, len)))
-			return s;
+		size_t *sl = &t->slots[j];
+		const struct flame_stack *s;
+		if (!*sl)
+			return sl;
+		s = &t->items[*sl - 1];
+		if (s->hash == h && s->len == len && !memcmp(s->key, key, len))
+			return sl;
 	}
 }
 
@@ -154,19 +155,27 @@ void flame_add(struct flame_table *t, const char *key, size_t len, uint64_t coun
 {
 	uint64_t h = hash_bytes(key, len);
 	struct flame_stack *s;
+	size_t *sl;
 
 	if (t->n * 2 >= t->nslots)
 		table_grow(t);
-	s = table_slot(t, key, len, h);
-	if (!s->key) {
+	sl = table_slot(t, key, len, h);
+	if (!*sl) {
 		char *k = arena_alloc(t, len + 1);
+		if (t->n == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 1024;
+			t->items = xrealloc(t->items, t->cap * sizeof *t->items);
+		}
 		memcpy(k, key, len);
 		k[len] = '\0';
+		s = &t->items[t->n];
 		s->key = k;
 		s->len = len;
 		s->hash = h;
-		t->n++;
+		s->count = 0;
+		*sl = ++t->n;
 	}
+	s = &t->items[*sl - 1];
 	if (s->count + count < s->count || t->total + count < t->total)
 		die("sample counts add up to more than %" PRIu64, UINT64_MAX);
 	s->count += count;
@@ -176,12 +185,12 @@ void flame_add(struct flame_table *t, const char *key, size_t len, uint64_t coun
 const struct flame_stack *flame_find(const struct flame_table *t, const char *key,
 				     size_t len)
 {
-	const struct flame_stack *s;
+	size_t *sl;
 
 	if (!t->nslots)
 		return NULL;
-	s = table_slot(t, key, len, hash_bytes(key, len));
-	return s->key ? s : NULL;
+	sl = table_slot(t, key, len, hash_bytes(key, len));
+	return *sl ? &t->items[*sl - 1] : NULL;
 }
 
 static int cmp_stack(const void *a, const void *b)
@@ -197,10 +206,8 @@ struct flame_stack **flame_sorted(const struct flame_table *t, size_t *n)
 	size_t i, k = 0;
 	int sorted = 1;
 
-	for (i = 0; i < t->nslots; i++) {
-		if (!t->slots[i].key)
-			continue;
-		v[k] = &t->slots[i];
+	for (i = 0; i < t->n; i++) {
+		v[k] = &t->items[i];
 		if (k && sorted && strcmp(v[k - 1]->key, v[k]->key) > 0)
 			sorted = 0;
 		k++;
@@ -220,6 +227,7 @@ void flame_table_free(struct flame_table *t)
 		free(c);
 	}
 	free(t->slots);
+	free(t->items);
 	memset(t, 0, sizeof *t);
 }
 
@@ -246,11 +254,9 @@ void flame_reverse(struct flame_table *t)
 	struct buf b = {0};
 	size_t i;
 
-	for (i = 0; i < t->nslots; i++) {
-		const struct flame_stack *s = &t->slots[i];
+	for (i = 0; i < t->n; i++) {
+		const struct flame_stack *s = &t->items[i];
 		const char *end, *p;
-		if (!s->key)
-			continue;
 		b.len = 0;
 		buf_reserve(&b, s->len);
 		end = s->key + s->len;

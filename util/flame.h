@@ -55,8 +55,10 @@ struct flame_stack {
 /* Distinct stacks, merged by key.  Create zeroed (struct flame_table t = {0}),
  * release with flame_table_free(). */
 struct flame_table {
-	struct flame_stack *slots;	/* open addressing, NULL key = empty */
-	size_t nslots, n;
+	struct flame_stack *items;	/* the n stacks, in insertion order */
+	size_t n, cap;
+	size_t *slots;			/* hash index: 1 + item index, 0 = empty */
+	size_t nslots;
 	uint64_t total;			/* sum of all counts */
 	struct flame_chunk *arena;	/* memory for keys and input text */
 };

@@ -730,9 +730,8 @@ int main(int argc, char **argv)
 		die("all sample counts are zero: nothing to draw");
 	if (o.diff) {
 		/* Stacks only in BEFORE still change their callers' deltas. */
-		for (i = 0; i < before.nslots; i++)
-			if (before.slots[i].key)
-				flame_add(&after, before.slots[i].key, before.slots[i].len, 0);
+		for (i = 0; i < before.n; i++)
+			flame_add(&after, before.items[i].key, before.items[i].len, 0);
 		g.before = &before;
 		g.before_scale = o.normalize && before.total ?
 			(double)after.total / (double)before.total : 1.0;
