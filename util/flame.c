@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- errors ---------------------------------------------------------- */
@@ -313,7 +314,14 @@ void flame_close_output(FILE *out, const char *what)
 static char *slurp(int fd, const char *name, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
-	char *p = xmalloc(cap);
+	struct stat st;
+	char *p;
+
+	/* A regular file is read into one buffer of its size (+ room to see
+	 * the end and add "\n\0"). */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (size_t)st.st_size + 8192 > cap)
+		cap = (size_t)st.st_size + 8192;
+	p = xmalloc(cap);
 
 	for (;;) {
 		ssize_t r;
@@ -365,11 +373,23 @@ static char *next_line(struct reader *r, size_t *len)
 	n = (size_t)(e - s);
 	if (n && s[n - 1] == '\r')
 		n--;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			input_die(r->name, r->lineno,
-				  "binary data (byte 0x%02x in column %zu)", c, i + 1);
+	/* Control bytes other than tab are binary data.  Test 8 bytes at a
+	 * time for a byte < 0x20 or == 0x7f, then look closer. */
+	for (i = 0; i < n; i += 8) {
+		const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+		uint64_t w = 0, d;
+		size_t k, m = n - i < 8 ? n - i : 8;
+		memset(&w, 'a', sizeof w);
+		memcpy(&w, s + i, m);
+		d = w ^ (0x7f * ones);
+		if (!(((w - 0x20 * ones) & ~w & high) | ((d - ones) & ~d & high)))
+			continue;
+		for (k = i; k < i + m; k++) {
+			unsigned char c = (unsigned char)s[k];
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				input_die(r->name, r->lineno,
+					  "binary data (byte 0x%02x in column %zu)", c, k + 1);
+		}
 	}
 	*len = n;
 	return s;
