@@ -40,7 +40,7 @@ endif
 FLAGS_STAMP := .build-flags
 FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
 ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
-$(shell printf '%s' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 
 LIB_SRCS := $(wildcard lib/*.c)
