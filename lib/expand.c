@@ -436,16 +436,22 @@ static int need_exec(struct xctx *c, size_t off, const char *macro)
 /* Append the $^pid_ok expression for the mode; 0, or -1 without target. */
 static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 {
-	const char *who = o->mode == TARGET_MASTER ? "ppid()" : "pid()";
-
 	if (o->mode == TARGET_NONE)
 		return -1;
 	if (o->mode == TARGET_PID) {
 		buf_adds(out, "(pid() == target())");
 		return 0;
 	}
-	/* staprun -x PID decides at run time; without it, the name */
-	buf_addf(out, "(target() ? %s == target() : execname() == \"", who);
+	/* Master mode: the master's PID is the module global STAPXX_MASTER
+	 * (stap -G, or staprun MOD.ko stapxx_master=PID), not staprun -x:
+	 * with -x, SystemTap's task finder follows only the master and the
+	 * children it forks later, so workers that already run would never
+	 * get their mappings tracked (@var, usymname fail in them). */
+	if (o->mode == TARGET_MASTER)
+		buf_adds(out, "(" STAPXX_MASTER " ? ppid() == " STAPXX_MASTER
+			 " : target() ? ppid() == target() : execname() == \"");
+	else	/* staprun -x PID decides at run time; without it, the name */
+		buf_adds(out, "(target() ? pid() == target() : execname() == \"");
 	add_escaped(out, o->exec_comm ? o->exec_comm : "");
 	buf_adds(out, "\")");
 	return 0;
@@ -618,10 +624,14 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		if (in_str) {
 			xerr(c, i, "$^%s cannot be used inside a string", id);
 		} else if (id[0] == 't') {
-			buf_adds(out, "target()");
+			buf_adds(out, o->mode == TARGET_MASTER
+				 ? "(" STAPXX_MASTER " ? " STAPXX_MASTER
+				   " : target())" : "target()");
 		} else if (!o->scan_only && add_pid_ok(out, o) < 0) {
 			need_exec(c, i, "$^pid_ok");
 		}
+		if (o->mode == TARGET_MASTER)
+			c->x->uses_master = 1;
 	} else {
 		xerr(c, i, "unknown macro '$^%s'", id);
 		hint("known: $^arg_NAME, $^exec_path, $^libNAME_path, "
@@ -1611,6 +1621,14 @@ int expand_script(const struct expand_opts *o, struct source *main,
 	c.o = o;
 	for (size_t i = 0; i < x->nfiles; i++)
 		expand_file(&c, &x->files[i]);
+	/* Declare the master global after the last line (no line moves). */
+	if (!c.errors && x->uses_master && x->files[0].out) {
+		char *main_out = xasprintf("%s\nglobal " STAPXX_MASTER
+					   "  /* stap++ --master */\n",
+					   x->files[0].out);
+		free(x->files[0].out);
+		x->files[0].out = main_out;
+	}
 out:
 	for (size_t i = 0; i < c.ndefs; i++) {
 		free(c.defs[i].name);

@@ -37,12 +37,18 @@
 
 struct dw_set;
 
+/* Module global holding the master PID in --master mode: set with stap
+ * -G (stap++ --master PID) or at load time (staprun MOD.ko stapxx_master=PID).
+ * Declared at the end of the main script when $^pid_ok/$^target use it. */
+#define STAPXX_MASTER "stapxx_master"
+
 /* How $^pid_ok decides whether the current process is traced. */
 enum target_mode {
 	TARGET_NONE,	/* no target: $^pid_ok, $^exec_path... are errors */
 	TARGET_PID,	/* -x PID or -c CMD: pid() == target() */
-	TARGET_MASTER,	/* --master: ppid() == target() (run-time children);
-			   without staprun -x, execname() match */
+	TARGET_MASTER,	/* --master: ppid() == STAPXX_MASTER (run-time
+			   children); else ppid() == target() with staprun -x;
+			   else execname() match */
 	TARGET_EXEC,	/* --exec / --sample-pid: pid() == target() when
 			   staprun -x was given, else execname() match */
 };
@@ -96,6 +102,7 @@ struct expansion {
 	struct xparam *params;	/* in order of first use */
 	size_t nparams;
 	struct strv modules;	/* binaries @var() resolved into (for -d) */
+	int uses_master;	/* the script reads STAPXX_MASTER */
 };
 
 /*

@@ -27,11 +27,15 @@ static const char usage_text[] =
 "Target (the binaries whose DWARF and paths the script uses):\n"
 "  -x PID              trace process PID ($^pid_ok: pid() == target())\n"
 "  --master PID        trace the children of master process PID (nginx\n"
-"                      workers), decided at run time: ppid() == target(),\n"
-"                      so workers started after a reload are traced too\n"
+"                      workers), decided at run time: ppid() == MASTER,\n"
+"                      so workers started after a reload are traced too;\n"
+"                      the PID goes to the module global stapxx_master\n"
+"                      (stap -G), not to stap -x, which would hide the\n"
+"                      workers that already run from SystemTap\n"
 "  --master -          with --exec: build a master-mode module without a\n"
-"                      running process; run it with 'staprun -x MASTER_PID'\n"
-"                      (without -x it traces processes named like the exec)\n"
+"                      running process; run it with\n"
+"                      'staprun MOD.ko stapxx_master=MASTER_PID'\n"
+"                      (without it: processes named like the exec)\n"
 "  --exec PATH         the executable (no process needed; libraries from\n"
 "                      its dynamic section, via ldd).  Alone, the module\n"
 "                      traces the process given to 'staprun -x PID' at run\n"
@@ -77,7 +81,7 @@ static const char usage_text[] =
 "  stap++ samples/lj-lua-stacks.sxx --exec build/nginx/sbin/nginx \\\n"
 "         -p4 -r 6.1.0-56-amd64 -m ljstacks     # then: staprun -x PID ljstacks.ko\n"
 "  stap++ samples/lj-lua-stacks.sxx --exec build/nginx/sbin/nginx --master - \\\n"
-"         -p4 -m ljmaster                        # then: staprun -x MASTER ljmaster.ko\n"
+"         -p4 -m ljmaster       # then: staprun ljmaster.ko stapxx_master=MASTER\n"
 "  stap++ -e 'probe @pfunc(main) { println($^exec_path) }' -c /bin/true\n";
 
 struct options {
@@ -298,9 +302,10 @@ static int resolve_target(struct options *o, struct target *t)
 
 	memset(t, 0, sizeof(*t));
 	if (o->master && strcmp(o->master, "-") != 0) {
-		if (parse_pid("--master", o->master, &o->stap.pid) < 0)
+		/* not stap -x: see STAPXX_MASTER in expand.h */
+		if (parse_pid("--master", o->master, &o->stap.master) < 0)
 			exit(EXIT_USAGE);
-		from = o->stap.pid;
+		from = o->stap.master;
 	} else if (o->pid) {
 		o->stap.pid = o->pid;
 	}
@@ -472,7 +477,8 @@ static int run_stap(struct options *o, struct expansion *x)
 	int status = -1;
 
 	if ((!o->stap.pass || o->stap.pass[0] == '5') &&
-	    stap_check_privilege(o->stap.pid) < 0)
+	    stap_check_privilege(o->stap.pid ? o->stap.pid
+					     : o->stap.master) < 0)
 		goto out;
 	if (!tmpdir_create())
 		goto out;

@@ -1,5 +1,6 @@
 /* stap.c - see stap.h. */
 #include "stap.h"
+#include "expand.h"
 #include "error.h"
 
 #include <errno.h>
@@ -249,6 +250,11 @@ void stap_argv(const struct stap_opts *o, struct strv *out)
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%d", (int)o->pid);
 		add2(out, "-x", pid);
+	}
+	if (o->master > 0) {
+		char g[64];
+		snprintf(g, sizeof(g), STAPXX_MASTER "=%d", (int)o->master);
+		add2(out, "-G", g);
 	}
 	if (o->cmd)
 		add2(out, "-c", o->cmd);

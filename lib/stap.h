@@ -32,6 +32,7 @@ struct stap_opts {
 	struct strv dpaths;	/* -d PATH: executable, libraries, extra */
 	const char *tapset_dir;	/* -I for the expanded modules, or NULL */
 	pid_t pid;		/* -x PID, or 0 */
+	pid_t master;		/* --master PID: -G stapxx_master=PID, or 0 */
 	const char *cmd;	/* -c CMD, or NULL */
 	const char *pass;	/* -p N */
 	const char *module;	/* -m NAME */

@@ -69,15 +69,17 @@ for my $c (
 	golden($name, $args, $rc, $o, $e, \%subst);
 }
 
-# What stap gets: -x for -x and --master (the master), none for --exec
-# (staprun -x decides at run time) and --master -.
+# What stap gets: -x for -x; for --master the master's PID as the module
+# global stapxx_master (-G), never -x (with -x SystemTap follows only the
+# master and its later children: workers that already run would be lost);
+# nothing for --exec (staprun -x decides at run time) and --master -.
 {
 	my $log = "$out/fake.log";
 	for my $c (
 		[['-x', $pid], ['-x', $pid], 'pid() == target()'],
-		[['--master', $master], ['-x', $master], 'target() ? ppid() == target()'],
+		[['--master', $master], ['-G', "stapxx_master=$master"], 'stapxx_master ? ppid() == stapxx_master'],
 		[['--exec', $T], [], 'target() ? pid() == target()'],
-		[['--exec', $T, '--master', '-'], [], 'target() ? ppid() == target()'],
+		[['--exec', $T, '--master', '-'], [], 'stapxx_master ? ppid() == stapxx_master'],
 		[['-c', "$T fork"], ['-c', "$T fork"], 'pid() == target()'],
 	) {
 		my ($targ, $want, $pidok) = @$c;
@@ -90,7 +92,7 @@ for my $c (
 		my @argv = $got =~ /^argv: (.*)$/mg;
 		my @x;
 		for my $i (0 .. $#argv - 1) {
-			push @x, @argv[$i, $i + 1] if $argv[$i] =~ /^-[xc]$/;
+			push @x, @argv[$i, $i + 1] if $argv[$i] =~ /^-[xcG]$/;
 		}
 		is_deeply(\@x, $want, "@$targ: stap gets (@$want)");
 		like($got, qr/\Q$pidok\E/, "@$targ: \$^pid_ok is $pidok");

@@ -3,8 +3,9 @@
 # with -p4 and no PID, then run with staprun elsewhere.
 #   --exec T               staprun -x WORKER: only that process is sampled
 #   --exec T               staprun (no -x): every process named like T
-#   --exec T --master -    staprun -x MASTER: only the master's children,
-#                          including workers started after the module
+#   --exec T --master -    staprun MOD.ko stapxx_master=MASTER: only the
+#                          master's children, the worker that ran before
+#                          staprun and workers started after it
 # Targets: t/golden/fixture/target.c (fork, spin, respawn), next to a busy
 # process with another name that must never be sampled.
 use strict;
@@ -30,7 +31,8 @@ BAIL_OUT('module builds failed') unless $exec_ko && $master_ko;
 # Shell for one case: start the target and a busy "noise" process, wait for
 # the target's pids, run staprun, stop everything.
 sub case_sh {
-	my ($target_args, $module, $x) = @_;
+	my ($target_args, $module, $x, $params) = @_;
+	$params //= '';
 	my $t = VM::sh_quote($T);
 	return <<"EOS";
 $t $target_args > target.log 2>&1 &
@@ -41,7 +43,7 @@ echo "noise \$noise" > noise.log
 for i in \$(seq 100); do grep -q '^worker' target.log && break; sleep 0.1; done
 master=\$(sed -n 's/^master //p' target.log | head -1)
 worker=\$(sed -n 's/^worker //p' target.log | head -1)
-timeout -s INT -k 10 60 staprun $x "\$VM_JOB"/$module
+timeout -s INT -k 10 60 staprun $x "\$VM_JOB"/$module $params
 st=\$?
 kill \$noise \$tp \$(sed -n 's/^worker //p' target.log) 2>/dev/null
 wait
@@ -51,7 +53,7 @@ EOS
 
 $vm->case('exec-x', case_sh('fork spin', 'pidok_exec.ko', '-x $worker'), files => [$exec_ko]);
 $vm->case('exec-name', case_sh('fork spin', 'pidok_exec.ko', ''), files => [$exec_ko]);
-$vm->case('master', case_sh('fork spin respawn', 'pidok_master.ko', '-x $master'), files => [$master_ko]);
+$vm->case('master', case_sh('fork spin respawn', 'pidok_master.ko', '', 'stapxx_master=$master'), files => [$master_ko]);
 my $r = $vm->run;
 is($r->{status}, 0, 'vm-run succeeded') or diag($r->{stderr});
 
@@ -91,6 +93,7 @@ sub result {
 	ok(!$hits->{$master}, 'master: the master itself is not sampled') or diag($out);
 	ok(!$hits->{$noise}, 'master: another process is not sampled');
 	is(scalar(grep { !$w{$_} } keys %$hits), 0, 'master: only workers sampled') or diag($out);
+	ok($hits->{$workers->[0]}, 'master: the worker that ran before staprun is sampled') or diag($out);
 	cmp_ok(scalar(keys %$hits), '>=', 2, 'master: workers started while tracing are sampled too (respawns)')
 		or diag($out);
 }
