@@ -1623,7 +1623,7 @@ int expand_script(const struct expand_opts *o, struct source *main,
 		expand_file(&c, &x->files[i]);
 	/* Declare the master global after the last line (no line moves). */
 	if (!c.errors && x->uses_master && x->files[0].out) {
-		char *main_out = xasprintf("%s\nglobal " STAPXX_MASTER
+		char *main_out = xasprintf("%s\nglobal " STAPXX_MASTER " = 0"
 					   "  /* stap++ --master */\n",
 					   x->files[0].out);
 		free(x->files[0].out);
