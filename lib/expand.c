@@ -313,10 +313,26 @@ int check_code_value(const char *what, const char *v)
 	return -1;
 }
 
+/* Would V, put between BEFORE and AFTER (the script bytes around it), form
+ * a comment or a %-directive with them ("8/$^arg_v" with v = "*2")? */
+static int fuses(char before, const char *v, char after)
+{
+	size_t n = strlen(v);
+
+	if (n == 0)
+		return 0;
+	return (before == '/' && (v[0] == '/' || v[0] == '*')) ||
+	       (before == '%' && strchr("{}()?:", v[0])) ||
+	       (v[n - 1] == '/' && (after == '/' || after == '*')) ||
+	       (v[n - 1] == '%' && after && strchr("{}()?:", after));
+}
+
 /* Emit a value that comes from outside the script text (an --arg value, a
- * path): escaped inside a string, checked in code. */
-static int emit_outside(struct xctx *c, size_t off, struct buf *out,
-			const char *what, const char *v, int in_str)
+ * path) for the macro at OFF..END: escaped inside a string, checked in code
+ * (also against the bytes around it). */
+static int emit_outside(struct xctx *c, size_t off, size_t end,
+			struct buf *out, const char *what, const char *v,
+			int in_str)
 {
 	if (in_str) {
 		add_escaped(out, v);
@@ -324,6 +340,13 @@ static int emit_outside(struct xctx *c, size_t off, struct buf *out,
 	}
 	error_set_location(c->src->path, source_line(c->src, off));
 	int rc = check_code_value(what, v);
+	if (rc == 0 && fuses(out->len ? out->s[out->len - 1] : '\0', v,
+			     end < c->src->len ? c->src->text[end] : '\0')) {
+		rc = error("%s would join the script text next to it into a "
+			   "comment or a '%%' directive", what);
+		hint("put spaces around the macro in the script, or pass a "
+		     "plain number, name or probe point");
+	}
 	error_clear_location();
 	if (rc < 0) {
 		c->errors++;
@@ -558,7 +581,8 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 				a->used = 1;
 				char *what = xasprintf("the value of --arg %s",
 							name);
-				emit_outside(c, i, out, what, a->value, in_str);
+				emit_outside(c, i, j, out, what, a->value,
+					     in_str);
 				free(what);
 			} else if (p && p->def) {
 				/* the default is script text: expand it too */
@@ -583,7 +607,17 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 				r = expand_range(c, p->def_from, p->def_to, &v, 1);
 				c->src = here;
 				c->nactive--;
-				if (r != (size_t)-1) {
+				if (r == (size_t)-1 || v.len > MAX_VALUE) {
+					/* stop here: the enclosing default
+					 * would expand this one again */
+					if (r != (size_t)-1)
+						xerr(c, i, "the default of argument "
+						     "'%s' expands to more than %d "
+						     "bytes", name, MAX_VALUE);
+					buf_free(&v);
+					free(def);
+					goto fail;
+				} else {
 					char *d = trim_dup(v.s ? v.s : "", v.len);
 					add_oneline(out, d);
 					free(d);
@@ -607,7 +641,7 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		buf_adds(out, "/scan");	/* only the arguments matter now */
 	} else if (strcmp(id, "exec_path") == 0) {
 		if (need_exec(c, i, "$^exec_path") == 0)
-			emit_outside(c, i, out, "the path of $^exec_path",
+			emit_outside(c, i, j, out, "the path of $^exec_path",
 				     o->exec_path, in_str);
 	} else if (strncmp(id, "lib", 3) == 0 && strlen(id) > 8 &&
 		   strcmp(id + strlen(id) - 5, "_path") == 0) {
@@ -616,7 +650,7 @@ static size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 			const char *path = find_lib(c, i, name);
 			char *what = xasprintf("the path of $^%s", id);
 			if (path)
-				emit_outside(c, i, out, what, path, in_str);
+				emit_outside(c, i, j, out, what, path, in_str);
 			free(what);
 		}
 		free(name);

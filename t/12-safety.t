@@ -41,6 +41,45 @@ for my $c (@bad) {
 golden('safety-reject', [$S, '--exec', '/bin/true', '--dump-src', '--arg', '...'],
        0, $report, '');
 
+# In code: a value that would fuse with the script bytes next to it into a
+# comment or a %-directive ("8/$^arg_v" with v = "*2" opens a comment).
+{
+	my $dir = "$ROOT/t/out/12-safety";
+	system('mkdir', '-p', $dir);
+	my $f = "$dir/fuse.sxx";
+	open(my $fh, '>', $f) or die "$f: $!";
+	print $fh "probe begin { x = 8/\$^arg_v/2; y = 8 % \$^arg_w(1); println(x, y) }\n";
+	close($fh);
+	for my $c (['*2', '1'], ['1/', '1'], ['1', '1%'], ['/2', '1']) {
+		my ($v, $w) = @$c;
+		my ($rc, $o, $e) = stapxx($f, '--exec', '/bin/true', '--dump-src',
+					  '--arg', "v=$v", '--arg', "w=$w");
+		is($rc, 1, "rejected next to the script text: v=$v w=$w");
+		like($e, qr/^\Q$f\E:1: error: the value of --arg [vw] would join the script text next to it into a comment or a '%' directive$/m,
+		     "says why: v=$v w=$w") or diag($e);
+	}
+	my ($rc, $o, $e) = stapxx($f, '--exec', '/bin/true', '--dump-src',
+				  '--arg', 'v=1', '--arg', 'w=max');
+	is($rc, 0, 'plain values next to / and % pass') or diag($e);
+	like($o, qr{x = 8/1/2; y = 8 % max\(1\)}, 'substituted verbatim');
+}
+
+# Defaults that name other defaults cannot blow up: 15 levels of ten
+# references each stop at the 64 KiB cap, with one error.
+{
+	my $f = "$ROOT/t/out/12-safety/blow.sxx";
+	open(my $fh, '>', $f) or die "$f: $!";
+	print $fh "probe begin {\n  x = \$^arg_a0 :default(1)\n";
+	printf $fh "  x = \$^arg_a%d :default(%s)\n", $_, join(' + ', ("\$^arg_a" . ($_ - 1)) x 10)
+		for 1 .. 15;
+	print $fh "}\n";
+	close($fh);
+	my ($rc, $o, $e) = stapxx($f, '--exec', '/bin/true', '--dump-src');
+	is($rc, 1, 'exponential defaults: rejected');
+	my @errs = $e =~ /expands to more than 65536 bytes/g;
+	is(scalar(@errs), 1, 'exponential defaults: one error') or diag($e);
+}
+
 # In code: accepted as is.
 for my $c ([n => '42'], [n => '-7'], [n => '0x10'], [n => '(1 + 2) * 3'],
 	   [n => 'other_global'], [n => '"a string; {with} #stuff"'],
