@@ -8,6 +8,7 @@
 #include "stap.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,6 +559,15 @@ static void target_free(struct target *t)
 	strv_free(&t->missing);
 }
 
+/* 0, or EXIT_FAIL after saying that standard output could not be written. */
+static int flush_stdout(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	error("cannot write standard output: %s", strerror(errno ? errno : EIO));
+	return EXIT_FAIL;
+}
+
 /* Everything after option parsing; returns the exit status. */
 static int run(struct options *o, struct target *t, struct strv *dirs)
 {
@@ -605,6 +615,7 @@ static int run(struct options *o, struct target *t, struct strv *dirs)
 	rc = expand_script(&eo, src, &x) < 0 ? EXIT_FAIL : 0;
 	if (rc == 0 && o->list_args) {
 		print_args(&x);
+		rc = flush_stdout();
 		goto out;
 	}
 	for (size_t i = 0; i < o->nargs && rc == 0; i++)
@@ -618,7 +629,7 @@ static int run(struct options *o, struct target *t, struct strv *dirs)
 			strv_add(&o->stap.dpaths, x.modules.v[i]);
 	if (o->dump_src) {
 		dump_src(&x);
-		rc = fflush(stdout) == 0 ? 0 : EXIT_FAIL;
+		rc = flush_stdout();
 		goto out;
 	}
 	rc = run_stap(o, &x);

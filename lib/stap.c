@@ -347,7 +347,18 @@ int stap_run(char *const argv[], char *const from[], char *const to[],
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
 	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	/* stap++ ignores SIGPIPE while stap runs (a closed stderr reader
+	 * must not kill it before it removes its temp dir); stap gets the
+	 * default back */
+	{
+		sigset_t def;
+		sigemptyset(&def);
+		sigaddset(&def, SIGPIPE);
+		posix_spawnattr_setsigdefault(&attr, &def);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+					POSIX_SPAWN_SETSIGDEF);
 	{
 		sigset_t old;
 		block_signals(&old);
