@@ -146,4 +146,11 @@ my ($foo2) = grep { $_->{name} eq 'foo' } @f;
 $c = rgb($foo2->{fill});
 ok($c->[2] == 255 && $c->[0] < 255, '--normalize: foo shrank (blue)');
 
+# Control characters in --title/--subtitle/--countname: shown as \xNN, the
+# SVG stays well-formed XML.
+$svg = svg('ctl', "--title \"\$(printf 'x\\001y')\"", "--subtitle \"\$(printf 's\\033t')\"",
+           "--countname \"\$(printf 'c\\177d')\"", "$out/after.folded");
+like($svg, qr/x\\x01y/, 'control byte in --title shown as \\x01');
+like($svg, qr/s\\x1bt/, 'control byte in --subtitle shown as \\x1b');
+
 done_testing;

@@ -150,7 +150,10 @@ static void xml_text(FILE *out, const char *s, size_t n, size_t maxchars)
 	while (i < n && chars < maxchars) {
 		unsigned char c = (unsigned char)s[i];
 		l = utf8_len((const unsigned char *)s + i, n - i);
-		if (!l) {
+		/* control bytes are not allowed in XML 1.0 text: shown as \xNN
+		 * like invalid UTF-8 (frames never have them: fold rejects
+		 * them; --title and friends may) */
+		if (!l || (c < 0x20 && c != '\t') || c == 0x7f) {
 			if (chars + 4 > maxchars)
 				break;
 			fprintf(out, "\\x%02x", c);
