@@ -442,15 +442,63 @@ static int apply_edits(const char *dir, unsigned fixes)
 	return 0;
 }
 
+/* Is every existing component of PATH owned by us or root and writable by
+ * nobody else?  A patched runtime is compiled into a kernel module, so its
+ * cache must not be one that another user can change (sudo -E keeps the
+ * caller's HOME). */
+static int trusted_path(const char *path)
+{
+	char *p = xstrdup(path);
+	int ok = 1;
+
+	for (char *slash = p; ok && slash; ) {
+		struct stat st;
+		slash = strchr(slash + 1, '/');
+		if (slash)
+			*slash = '\0';
+		if (lstat(*p ? p : "/", &st) == 0) {
+			/* a sticky dir (/tmp) protects the entries below it,
+			 * which are checked in turn */
+			ok = !S_ISLNK(st.st_mode) &&
+			     (st.st_uid == geteuid() || st.st_uid == 0) &&
+			     (!(st.st_mode & (S_IWGRP | S_IWOTH)) ||
+			      (slash && (st.st_mode & S_ISVTX)));
+		} else if (errno != ENOENT) {
+			ok = 0;
+		}
+		if (slash)
+			*slash = '/';
+	}
+	free(p);
+	return ok;
+}
+
+/* The cache dir: $XDG_CACHE_HOME/stap++ or ~/.cache/stap++, the first one
+ * that is trusted_path(); as root, else /var/cache/stap++.  NULL if none. */
 static char *cache_root(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
-	if (xdg && *xdg == '/')
-		return xasprintf("%s/stap++", xdg);
 	const char *home = getenv("HOME");
-	if (home && *home)
-		return xasprintf("%s/.cache/stap++", home);
-	return NULL;
+	char *cand[2] = {
+		xdg && *xdg == '/' ? xasprintf("%s/stap++", xdg) : NULL,
+		home && *home == '/' ? xasprintf("%s/.cache/stap++", home) : NULL,
+	};
+	char *root = NULL;
+
+	for (int i = 0; i < 2; i++) {
+		if (!root && cand[i] && trusted_path(cand[i]))
+			root = cand[i];
+		else if (cand[i]) {
+			if (!root)
+				warning("not using '%s' for the patched SystemTap "
+					"runtime: it can be changed by another user",
+					cand[i]);
+			free(cand[i]);
+		}
+	}
+	if (!root && geteuid() == 0)
+		root = xstrdup("/var/cache/stap++");
+	return root;
 }
 
 static const char *fix_names(unsigned fixes)
@@ -500,7 +548,8 @@ int runtime_fix(const char *krelease, char **dir_out)
 	if (!root) {
 		free(rt);
 		error("cannot find a cache dir for the patched SystemTap runtime");
-		hint("set XDG_CACHE_HOME or HOME");
+		hint("set XDG_CACHE_HOME or HOME to a directory only you can "
+		     "write");
 		return -1;
 	}
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -514,6 +563,13 @@ int runtime_fix(const char *krelease, char **dir_out)
 	char *dir = xasprintf("%s/runtime-%016llx", root, (unsigned long long)h);
 	char *stamp = xasprintf("%s/" STAMP_NAME, dir);
 	int rc = 0;
+	if (access(stamp, F_OK) == 0 && !trusted_path(dir)) {
+		rc = error("the patched SystemTap runtime '%s' can be changed by "
+			   "another user", dir);
+		hint("remove it, or set XDG_CACHE_HOME to a directory only you "
+		     "can write");
+		goto done;
+	}
 	if (access(stamp, F_OK) == 0) {
 		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
 		     dir, krelease, fix_names(fixes));
@@ -524,6 +580,11 @@ int runtime_fix(const char *krelease, char **dir_out)
 	     rt, dir, krelease, fix_names(fixes));
 	if (mkdir_p(root) < 0) {
 		rc = -1;
+		goto done;
+	}
+	if (!trusted_path(root)) {
+		rc = error("cache dir '%s' can be changed by another user", root);
+		hint("set XDG_CACHE_HOME to a directory only you can write");
 		goto done;
 	}
 	char *tmp = xasprintf("%s/.tmp-runtime-XXXXXX", root);

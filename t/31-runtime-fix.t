@@ -100,4 +100,21 @@ is $st >> 8, 1, 'unusable cache dir: exit 1';
 like $log, qr/^stap\+\+: error: cannot create '\/proc\/stap\+\+-no-such-dir[^']*': /m, '... with an error naming the dir';
 like $log, qr/^hint: .*--no-runtime-fix/m, '... and a hint';
 
+# a cache dir another user can write is not used (the copy is compiled
+# into a kernel module): a warning, then the next choice (~/.cache)
+{
+    my $bad = "$out/foreign";
+    make_path($bad, "$out/home");
+    chown(65534, -1, $bad) or die "chown: $!";
+    chmod(0777, $bad);
+    local $ENV{XDG_CACHE_HOME} = $bad;
+    local $ENV{HOME} = "$out/home";
+    ($st, $log) = VM::capture($out, "$R/stap++", '-v', '-p4', '-r', $krel, '-m', 'foreign', '-e', $broken);
+    like $log, qr/^stap\+\+: warning: not using '\Q$bad\E\/stap\+\+' for the patched SystemTap runtime: it can be changed by another user$/m,
+        'a foreign-writable cache dir: a warning' or diag $log;
+    like $log, qr/runtime '[^']+' into '\Q$out\E\/home\/\.cache\/stap\+\+\/runtime-[0-9a-f]{16}'/,
+        '... and the copy goes to ~/.cache/stap++ instead' or diag $log;
+    ok !-e "$bad/stap++", '... and nothing is written into the foreign dir';
+}
+
 done_testing;
