@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -22,6 +23,9 @@ extern char **environ;
  * handler can remove them with unlink()/rmdir() only.  Updated with the
  * signals blocked. */
 #define MAX_TMP 256
+/* what stap++ still relays from stap's stderr pipe once stap has exited
+ * (a daemon of -c CMD may keep writing to it) */
+#define RELAY_AFTER_EXIT (1u << 20)
 static char tmp_root[PATH_MAX];
 static char *tmp_paths[MAX_TMP];	/* files and subdirs, in creation order */
 static int tmp_isdir[MAX_TMP];
@@ -318,7 +322,7 @@ int stap_run(char *const argv[], char *const from[], char *const to[],
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
-	int fds[2], status, rc, dfd = -1;
+	int fds[2], status = 0, rc, dfd = -1, exited = 0;
 	pid_t pid;
 	struct buf pending = {0};
 	char chunk[4096];
@@ -380,13 +384,34 @@ int stap_run(char *const argv[], char *const from[], char *const to[],
 			     "or point $STAPXX_STAP at stap");
 		return -1;
 	}
-	for (;;) {
-		ssize_t n = read(fds[0], chunk, sizeof(chunk));
+	/* Relay stap's stderr until stap exits.  Not until EOF: a daemon
+	 * started by -c CMD inherits the pipe and may hold it open for good;
+	 * once stap is gone, only what is already in the pipe is relayed. */
+	for (size_t after = 0; after < RELAY_AFTER_EXIT;) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+		int r = poll(&p, 1, exited ? 0 : 100);
+		ssize_t n;
 		char *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			if (exited)
+				break;
+			r = waitpid(pid, &status, WNOHANG);
+			if (r == pid || (r < 0 && errno != EINTR))
+				exited = r == pid ? 1 : -1;
+			continue;
+		}
+		if (r < 0)
+			break;
+		n = read(fds[0], chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
+		if (exited)
+			after += (size_t)n;
 		buf_add(&pending, chunk, (size_t)n);
 		while (pending.len && (nl = memchr(pending.s, '\n', pending.len))) {
 			size_t len = (size_t)(nl - pending.s) + 1;
@@ -399,7 +424,7 @@ int stap_run(char *const argv[], char *const from[], char *const to[],
 		map_line(pending.s, pending.len, from, to, nmap);
 	buf_free(&pending);
 	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0) {
+	while (exited <= 0 && waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			child_pid = 0;
 			return error("waiting for '%s': %s", argv[0],

@@ -99,6 +99,21 @@ sub tmpdirs { my @d = glob("$out/stap++-*"); return @d }
 	unlike($got, qr{/proc/self/fd}, '-c: no descriptor paths');
 }
 
+# A daemon started by -c CMD inherits stap's stderr: stap++ returns when
+# stap exits, with what stap wrote and its status, not when the daemon
+# closes the pipe.
+{
+	my $t0 = time;
+	my ($rc, $o, $e) = fake_run({ FAKE_STAP_DAEMON => 20, FAKE_STAP_EXIT => 4,
+				      FAKE_STAP_STDERR => "stap: last words\n" },
+				    '-e', 'probe begin { exit() }', '-c', "$T fork", '-p2');
+	my $took = time - $t0;
+	is($rc, 4, 'daemon holds the pipe: stap\'s status');
+	is($e, "stap: last words\n", 'daemon holds the pipe: stap\'s stderr relayed');
+	cmp_ok($took, '<', 10, "daemon holds the pipe: stap++ returned after ${took} s, not 20");
+	is_deeply([tmpdirs()], [], 'daemon holds the pipe: temp dir removed');
+}
+
 # stap missing: a clear error, exit 1, temp dir removed.
 {
 	my ($rc, $o, $e) = stapxx({ env => { STAPXX_STAP => '/nonexistent/stap', TMPDIR => $out } },
