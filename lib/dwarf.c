@@ -553,6 +553,16 @@ static void search_init(struct search *s, struct dw_set *set,
 		s->only = set_get(set, module);
 }
 
+/* Hints naming the binaries the search skipped for lack of debug info,
+ * with the how-to for the first. */
+static void search_hint_nodebug(struct search *s)
+{
+	if (s->n_nodebug) {
+		hint("not searched, no debug info in %s", s->nodebug);
+		hint_debuginfo(s->first_nodebug);
+	}
+}
+
 /* The search found nothing: print "cannot find WHAT in LIST" (or "no debug
  * info in ...") with hints.  The first binary without debug info (the
  * executable, if it is one of them) gets the full how-to hint.  Returns
@@ -572,18 +582,28 @@ static int search_fail(struct search *s, const char *what, const char *extra)
 		error("cannot find %s in %s", what, s->searched);
 		if (extra)
 			hint("%s", extra);
-		if (s->n_nodebug) {
-			hint("not searched, no debug info in %s", s->nodebug);
-			hint_debuginfo(s->first_nodebug);
-		}
+		search_hint_nodebug(s);
 	}
 	return -1;
 }
+
 
 static void search_done(struct search *s)
 {
 	free(s->searched);
 	free(s->nodebug);
+}
+
+void dw_hint_nodebug(struct dw_set *set)
+{
+	struct search s;
+	int err;
+
+	search_init(&s, set, NULL);
+	while (search_next(&s, &err))
+		;
+	search_hint_nodebug(&s);
+	search_done(&s);
 }
 
 /* ------------------------------------------------------------------ */

@@ -97,4 +97,9 @@ int dw_enum(struct dw_set *set, const char *name, const char *module,
 int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 
+/* Hints (hint()) naming the set's binaries without debug info, with the
+ * how-to for the first; nothing when all have it.  After a script's own
+ * error about the target (@error): missing debug info may be the cause. */
+void dw_hint_nodebug(struct dw_set *set);
+
 #endif

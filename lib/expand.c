@@ -1176,6 +1176,19 @@ static size_t do_at(struct xctx *c, size_t i, size_t end, struct buf *out)
 		add_newlines(out, t, i, a.close);
 		return a.close + 1;
 	}
+	if (strcmp(id, "error") == 0) {
+		free(id);
+		if (parse_call(c, "@error", i, open, end, 1, 1, &a) < 0)
+			return (size_t)-1;
+		if (!c->o->scan_only && !c->dead) {
+			xerr(c, i, "%s", a.v[0]);
+			if (c->o->dw)
+				dw_hint_nodebug(c->o->dw);
+		}
+		callargs_free(&a);
+		add_newlines(out, t, i, a.close);
+		return a.close + 1;
+	}
 	for (size_t k = 0; k < sizeof(dwmacros) / sizeof(dwmacros[0]); k++) {
 		if (strcmp(id, dwmacros[k].name) != 0)
 			continue;

@@ -54,7 +54,7 @@ my @cases = (
 		err-star-empty err-default-unterminated err-target-in-string
 		err-pfunc-args err-pfunc-unterminated err-conflicting-default
 		err-missing-arg err-caret-empty err-arg-empty
-		err-offsetof-args err-default-loop)),
+		err-offsetof-args err-default-loop err-error err-error-args)),
 );
 
 for my $c (@cases) {
