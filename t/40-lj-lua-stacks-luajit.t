@@ -22,8 +22,8 @@ my $DEPTH = 20;    # depth of the plain modules (edge.lua recursion is cut there
     my ($st, $log) = VM::capture($vm->out, "$R/stap++", '-p4', '-r', $vm->krel, '-m', 'ljs_sleep',
         '--exec', '/bin/sleep', "$R/samples/lj-lua-stacks.sxx");
     isnt $st, 0, 'lj-lua-stacks against /bin/sleep fails';
-    like $log, qr/^\S*tapset\/luajit\.sxx:\d+: error: cannot find type 'lua_State'/m,
-        'with an error naming the missing lua_State' or diag $log;
+    like $log, qr/^\S*tapset\/luajit\.sxx:\d+: error: no LuaJIT VM in '\/(?:usr\/)?bin\/sleep': no type 'lua_State'/m,
+        'with an error saying there is no LuaJIT VM in it' or diag $log;
     like $log, qr/^hint: .*'\/(?:usr\/)?bin\/sleep'/m, 'and the target binary' or diag $log;
     is scalar(() = $log =~ /error:/g), 1, 'one error line' or diag $log;
 }

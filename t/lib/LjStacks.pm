@@ -162,11 +162,13 @@ sub check_seed {
         my $n = count_with($p, sub { grep({ $_ eq 'test.lua:heavy' } @_) && $_[0] =~ /^C:lj_BC_[A-Z0-9]+$/ });
         Test::More::ok($n >= 0.95 * $heavy, "$name: leaf C:lj_BC_* in $n of $heavy samples in heavy");
     } elsif ($o{mode} eq 'ffi') {
-        # sqrt's share depends on how fast the emulated CPU runs sqrtsd
-        # against the trace's call sequence: 46-56% measured under TCG.
+        # libm's sqrt is the wrapper C:sqrt and its inner function, which
+        # glibc exports as __sqrt_finite@GLIBC_2.15; the rest of the time
+        # is the trace's own loop and call sequence (57-60% vs 40-43%
+        # measured under TCG).
         my $n = count_with($p, sub { $_[0] =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/ });
         my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' });
-        Test::More::ok($n > 0.4 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in $n of $total samples (> 40%)");
+        Test::More::ok($n > 0.5 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in most samples: $n of $total");
         Test::More::ok($exact > 0, "$name: C:sqrt leaves ($exact)");
         my %leaf;
         for my $s (@{ $p->{stacks} }) {
