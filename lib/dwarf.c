@@ -67,6 +67,7 @@ struct dw_bin {
 struct dw_set {
 	struct dw_bin **bins;
 	size_t n, alloc;
+	int type_misses;	/* @has_type answers 0 so far */
 };
 
 /* ------------------------------------------------------------------ */
@@ -599,6 +600,8 @@ void dw_hint_nodebug(struct dw_set *set)
 	struct search s;
 	int err;
 
+	if (!set->type_misses)
+		return;
 	search_init(&s, set, NULL);
 	while (search_next(&s, &err))
 		;
@@ -1207,6 +1210,8 @@ int dw_has_type(struct dw_set *set, const char *type, const char *module,
 	int r = find_type(set, type, module, &t, &b, &die, 1);
 	if (r < 0)
 		return -1;
+	if (r == 0)
+		set->type_misses++;
 	*out = r;
 	return 0;
 }

@@ -98,8 +98,9 @@ int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 
 /* Hints (hint()) naming the set's binaries without debug info, with the
- * how-to for the first; nothing when all have it.  After a script's own
- * error about the target (@error): missing debug info may be the cause. */
+ * how-to for the first, if a dw_has_type() answered 0 so far: after a
+ * script's own error (@error), missing debug info may be why a type was
+ * not found.  Nothing when all binaries have debug info. */
 void dw_hint_nodebug(struct dw_set *set);
 
 #endif
