@@ -46,6 +46,16 @@ ok $ko{opt_nojit}, 'lj-lua-stacks nojit=1 fullpath=1 limit=2 builds' or diag $vm
 $ko{opt_nointerp} = $vm->build('ljs_opt_nointerp', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit',
     args => ['--arg', "time=$T", '--arg', 'nointerp=1']);
 ok $ko{opt_nointerp}, 'lj-lua-stacks nointerp=1 builds' or diag $vm->build_log;
+$ko{opt_hz} = $vm->build('ljs_opt_hz', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit',
+    args => ['--arg', "time=$T", '--arg', 'hz=250']);
+ok $ko{opt_hz}, 'lj-lua-stacks hz=250 builds' or diag $vm->build_log;
+{
+    my ($st, $log) = VM::capture($vm->out, "$R/stap++", '--dump-src', '--exec', "$R/build/luajit-gc64/bin/luajit",
+        "$R/samples/lj-lua-stacks.sxx", '--arg', 'hz=7');
+    isnt $st, 0, 'hz=7: fails';
+    like $log, qr/^\S*lj-lua-stacks\.sxx:\d+: error: --arg hz must be 100, 250, 500 or 1000, not '7'$/m,
+        'hz=7: the error names the allowed rates' or diag $log;
+}
 $ko{states} = $vm->build('ljvms', 'samples/lj-vm-states.sxx', exec => 'build/luajit-gc64/bin/luajit',
     args => ['--arg', "time=$T"]);
 ok $ko{states}, 'lj-vm-states builds' or diag $vm->build_log;
@@ -81,6 +91,8 @@ $vm->case(opt_nojit => VM::staprun_sh(target => "$lj $run $secs jit plain 200000
     module => 'ljs_opt_nojit.ko', ready => 'sleep 1'), files => [$ko{opt_nojit}]) if $ko{opt_nojit};
 $vm->case(opt_nointerp => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
     module => 'ljs_opt_nointerp.ko', ready => 'sleep 1'), files => [$ko{opt_nointerp}]) if $ko{opt_nointerp};
+$vm->case(opt_hz => VM::staprun_sh(target => "$lj $run $secs jit plain 200000",
+    module => 'ljs_opt_hz.ko', ready => 'sleep 1'), files => [$ko{opt_hz}]) if $ko{opt_hz};
 $vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
     module => 'ljbt.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
 
@@ -128,6 +140,19 @@ if (my $case = $c->{opt_nointerp}) {
     ok(($st->{dropped} // 0) >= 0.9 * ($st->{samples} // 1e9), "nointerp=1: interpreter samples dropped ($st->{dropped} of $st->{samples})")
         or diag $case->{output};
     is LjStacks::count_with($p, sub { $_[0] =~ /^C:lj_BC_/ }), 0, 'nointerp=1: no interpreter leaves printed';
+}
+
+# hz: timer.profile (1000 samples/s on this kernel) by default, 250 with hz=250
+if (my $case = $c->{opt_hz}) {
+    my $p = LjStacks::parse($case->{output});
+    is $case->{status}, 0, 'hz=250: status 0' or diag $case->{output};
+    my $n = ($p->{stats} // {})->{samples} // 0;
+    ok($n >= 0.6 * 250 * $T && $n <= 1.4 * 250 * $T, "hz=250: $n samples in $T s (250/s)") or diag $case->{output};
+    my $d = (LjStacks::parse($c->{gc64_jit}{output})->{stats} // {})->{samples} // 0;
+    ok($d >= 0.6 * 1000 * $T && $d <= 1.4 * 1000 * $T, "default (timer.profile): $d samples in $T s (1000/s)");
+    my $foo = LjStacks::count_with($p, sub { grep({ $_ eq 'test.lua:foo' } @_) && $_[0] =~ /^trace#\d+:test\.lua:\d+$/ });
+    my $bar = LjStacks::count_with($p, sub { grep({ $_ eq 'test.lua:bar' } @_) && $_[0] =~ /^trace#\d+:test\.lua:\d+$/ });
+    ok($foo + $bar > 0.8 * $n && $foo > 1.5 * $bar, "hz=250: trace leaves under foo ($foo) and bar ($bar)") or diag $case->{output};
 }
 
 # lj-vm-states: the share of the state the workload runs in

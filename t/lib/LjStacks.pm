@@ -48,6 +48,11 @@ sub parse {
         } elsif ($line =~ /^WARNING: / || $line =~ /^# /) {
             push @{ $p{warnings} }, $line;
         } elsif ($line =~ /^\t(\d+)$/) {
+            # each distinct stack once, most frequent first
+            my $key = join(';', @frames);
+            push @{ $p{bad} }, "(printed twice: $key)" if $p{seen}{$key}++;
+            push @{ $p{bad} }, "(not sorted by count: $1 after $p{last})" if defined $p{last} && $1 > $p{last};
+            $p{last} = $1;
             push @{ $p{stacks} }, { frames => [@frames], count => $1 };
             $p{total} += $1;
             @frames = ();
@@ -109,10 +114,10 @@ sub check_seed {
     my $total = $p->{total};
     Test::More::cmp_ok($total, '>=', 500, "$name: at least 500 Lua samples");
     my $st = $p->{stats} // {};
-    # Interpreter samples taken while the kernel runs on an interrupt stack
-    # have no readable BASE register: skipped, counted, unbiased.
-    Test::More::ok(($st->{skipped} // 1e9) <= 0.05 * ($st->{samples} // 0),
-                   "$name: at most 5% of the samples skipped (" . ($st->{skipped} // '?') . ')')
+    # A few samples land where a frame is half set up (a fault, or an
+    # interpreter BASE that is no frame yet): skipped and counted.
+    Test::More::ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0),
+                   "$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?') . ')')
         or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
     my @garbage;
     for my $s (@{ $p->{stacks} }) {
