@@ -16,7 +16,8 @@ on stderr; lines starting with "# " are the test's own notes and are
 skipped.  Returns a hash ref: C<stacks> (array of { frames => [...],
 count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
-truncated, broken; undef when the lines are missing), C<pids> (samples per
+truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
+share of a CPU; undef when the lines are missing), C<pids> (samples per
 process id), C<bad> (lines that fit neither).
 
 =item C<count_with(P, CODE)>
@@ -43,6 +44,8 @@ sub parse {
             @{ $p{stats} }{qw(samples lua jit interp c gc other)} = ($1, $2, $3, $4, $5, $6, $7);
         } elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) not running Lua, (\d+) before the VM was found, (\d+) skipped \(faults\), (\d+) dropped \(nojit\/nointerp\), (\d+) truncated at depth (\d+), (\d+) inconsistent/) {
             @{ $p{stats} }{qw(nolua novm skipped dropped truncated depth broken)} = ($1, $2, $3, $4, $5, $6, $7);
+        } elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+\.\d) us per sample in the sampling probe on average \((\d+\.\d\d)% of a CPU at \d+ samples\/s\)$/) {
+            @{ $p{stats} }{qw(cost_us cost_pct)} = ($1, $2);
         } elsif ($line =~ /^WARNING: lj-lua-stacks: samples per process \(pid:samples\):((?: \d+:\d+)*)$/) {
             $p{pids} = { map { split /:/ } split ' ', $1 };
         } elsif ($line =~ /^WARNING: / || $line =~ /^# /) {
@@ -119,6 +122,10 @@ sub check_seed {
     Test::More::ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0),
                    "$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?') . ')')
         or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
+    # The probe reports its own cost: measured, so only its presence and
+    # a sane range are checked (TCG runs the probe ~10x slower than a CPU).
+    Test::More::ok(defined $st->{cost_us} && $st->{cost_us} > 0 && $st->{cost_us} < 1000,
+                   "$name: the probe's time per sample on stderr (" . ($st->{cost_us} // 'missing') . ' us)');
     my @garbage;
     for my $s (@{ $p->{stacks} }) {
         push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
