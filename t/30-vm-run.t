@@ -36,6 +36,9 @@ like $log, qr/error: no job script given.*usage: util\/vm-run/s, '... with usage
 ($st, $log) = VM::capture($out, $run, '--bogus', 'x.sh');
 is $st >> 8, 2, 'unknown option: exit 2';
 like $log, qr/unknown option '--bogus'/, '... named';
+($st, $log) = VM::capture($out, $run, '--append');
+is $st >> 8, 2, '--append without a value: exit 2';
+like $log, qr/option '--append' needs a value/, '... explained';
 ($st, $log) = VM::capture($out, $run, '--timeout', 'soon', 'x.sh');
 is $st >> 8, 2, 'bad --timeout: exit 2';
 like $log, qr/--timeout needs a positive integer, not 'soon'/, '... explained';
@@ -59,6 +62,7 @@ echo "rootfs=\$(touch /stappp-vm-test 2>/dev/null && echo writable || echo read-
 echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts) \$(touch /tmp/x && echo writable)"
 echo "debugfs=\$(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts)"
 echo "lo=\$(cat /sys/class/net/lo/operstate) \$(cat /sys/class/net/lo/flags)"
+echo "cmdline=\$(cat /proc/cmdline)"
 read line; echo "stdin=\$?"
 echo written by the guest > result.txt
 printf '\\033[1mbold\\033[0m and \\033[31mred\\033[0m\\r\\n'
@@ -67,7 +71,8 @@ exit 7
 SH
 close $fh;
 remove_tree("$out/job");
-($st, $log) = VM::capture($out, $run, '--timeout', '120', '--out', "$out/job", "$out/env.sh", "$out/data.txt");
+($st, $log) = VM::capture($out, $run, '--timeout', '120', '--append', 'stappp.test=1 quiet', '--out', "$out/job",
+                          "$out/env.sh", "$out/data.txt");
 is $st >> 8, 7, "the job's exit status (7) is vm-run's" or diag $log;
 my %v = $log =~ /^(\w+)=(.*)$/mg;
 like $v{job}, qr{^\Q$R\E/build/vm/jobs/[^/]+$}, '$VM_JOB: a fresh dir under build/vm/jobs (same path as on the host)';
@@ -81,6 +86,7 @@ is $v{tmp}, '1 writable', '/tmp is a writable tmpfs';
 is $v{debugfs}, 1, 'debugfs is mounted for staprun';
 like $v{lo}, qr/^(unknown|up) 0x\d*9$/, 'lo is up';
 is $v{stdin}, 1, 'the job reads EOF from standard input';
+like $v{cmdline}, qr/^console=ttyS0 .* stappp\.test=1 quiet$/, '--append: the arguments end the kernel command line';
 like $log, qr/^bold and red$/m, 'console escape codes and CRs are stripped';
 like $log, qr/^no newline at the end$/m, 'output without a final newline is complete';
 unlike $log, qr/==stap\+\+ vm-run|SeaBIOS|\e/, 'no markers, firmware text or escapes in the output';
