@@ -588,7 +588,6 @@ static int search_fail(struct search *s, const char *what, const char *extra)
 	return -1;
 }
 
-
 static void search_done(struct search *s)
 {
 	free(s->searched);

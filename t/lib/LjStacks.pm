@@ -176,7 +176,7 @@ sub check_seed {
     } elsif ($o{mode} eq 'ffi') {
         # libm's sqrt is the wrapper C:sqrt and its inner function, which
         # glibc exports as __sqrt_finite@GLIBC_2.15; the rest of the time
-        # is the trace's own loop and call sequence (57-60% vs 40-43%
+        # is the trace's own loop and call sequence (57-65% vs 35-43%
         # measured under TCG).
         my $n = count_with($p, sub { $_[0] =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/ });
         my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' });
