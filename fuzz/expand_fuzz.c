@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * expand_fuzz.c - libFuzzer target for the macro expander (lib/expand.c).
+ * expand_fuzz.c - libFuzzer target for the macro expander (lib/expand*.c).
  *
  * Each input is a main script; if it starts with 'V', its first line
  * (after the 'V') is instead the value of --arg v (fuzzing the escaping

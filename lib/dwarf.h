@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * dwarf.h - type layouts and symbols from the target binaries' DWARF (libdw).
  *
@@ -93,7 +94,12 @@ int dw_enum(struct dw_set *set, const char *name, const char *module,
  * the CU's DW_AT_name as stap expects in "sym@CU".  A definition has
  * DW_AT_location or DW_AT_specification; an external definition anywhere
  * in the set wins over a file-local (static) one.  A static defined in
- * several compile units: the first, with a warning naming it. */
+ * several compile units: the first, with a warning naming it.
+ * Returns 0 when found; 1, with nothing printed, when binaries with DWARF
+ * were searched and none defines a global SYM (SYM may then be a
+ * parameter or local of a probed function: stap resolves it); -1 after
+ * error() when nothing could be searched (no debug info, no binary) or
+ * SYM is not an identifier. */
 int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 

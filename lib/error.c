@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* error.c - see error.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -7,12 +8,38 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int verbosity;
 
+static const char *progname;
 static const char *loc_file;
 static int loc_line;
+static die_routine_fn *die_routine;
+
+void set_die_routine(die_routine_fn *fn)
+{
+	die_routine = fn;
+}
+
+/* End the program with STATUS, or hand over to the die routine. */
+static NORETURN void die_exit(int status)
+{
+	if (die_routine)
+		die_routine(status);
+	exit(status);
+}
+
+void set_program_name(const char *name)
+{
+	progname = name;
+}
+
+/* "PROGRAM: ", or nothing before set_program_name(). */
+static void prefix(void)
+{
+	if (progname)
+		fprintf(stderr, "%s: ", progname);
+}
 
 void error_set_location(const char *file, int line)
 {
@@ -32,8 +59,10 @@ static void vreport(const char *kind, const char *fmt, va_list ap)
 		fprintf(stderr, "%s:%d: %s: ", loc_file, loc_line, kind);
 	else if (loc_file)
 		fprintf(stderr, "%s: %s: ", loc_file, kind);
-	else
-		fprintf(stderr, "stap++: %s: ", kind);
+	else {
+		prefix();
+		fprintf(stderr, "%s: ", kind);
+	}
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 }
@@ -71,7 +100,7 @@ void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("error", fmt, ap);
 	va_end(ap);
-	exit(EXIT_FAIL);
+	die_exit(EXIT_FAIL);
 }
 
 void usage_die(const char *fmt, ...)
@@ -80,8 +109,8 @@ void usage_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("error", fmt, ap);
 	va_end(ap);
-	fputs("hint: see 'stap++ --help'\n", stderr);
-	exit(EXIT_USAGE);
+	fprintf(stderr, "hint: see '%s --help'\n", progname ? progname : "");
+	die_exit(EXIT_USAGE);
 }
 
 void info(int level, const char *fmt, ...)
@@ -90,66 +119,8 @@ void info(int level, const char *fmt, ...)
 	if (verbosity < level)
 		return;
 	va_start(ap, fmt);
-	fputs("stap++: ", stderr);
+	prefix();
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-char *xstrndup(const char *s, size_t n)
-{
-	char *p = strndup(s, n);
-	if (!p)
-		die("out of memory");
-	return p;
-}
-
-char *xvasprintf(const char *fmt, va_list ap)
-{
-	char *s;
-	if (vasprintf(&s, fmt, ap) < 0)
-		die("out of memory");
-	return s;
-}
-
-char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	s = xvasprintf(fmt, ap);
-	va_end(ap);
-	return s;
 }

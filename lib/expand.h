@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * expand.h - the stapxx macro dialect: .sxx text in, plain stap text out.
  *
@@ -8,7 +9,9 @@
  *   $^libNAME_path           the target's shared library libNAME (exact match
  *                            libNAME[-.0-9]*.so(.N)*, then looser; else the
  *                            executable, with a warning)
- *   $^target                 target()
+ *   $^target                 target(); inside a string, the PID of -x PID
+ *                            or --master PID as text ("0", with a warning,
+ *                            when none was given)
  *   $^pid_ok                 "is this process one we trace?" (depends on mode)
  *   @pfunc(NAME)             process("EXEC").function("NAME")
  *   $*NAME := EXPR           binds (expands to nothing); later $*NAME -> EXPR
@@ -34,6 +37,8 @@
 #include <stddef.h>
 
 #include "source.h"
+#include "strbuf.h"
+#include "target.h"
 
 struct dw_set;
 
@@ -41,17 +46,6 @@ struct dw_set;
  * -G (stap++ --master PID) or at load time (staprun MOD.ko stapxx_master=PID).
  * Declared at the end of the main script when $^pid_ok/$^target use it. */
 #define STAPXX_MASTER "stapxx_master"
-
-/* How $^pid_ok decides whether the current process is traced. */
-enum target_mode {
-	TARGET_NONE,	/* no target: $^pid_ok, $^exec_path... are errors */
-	TARGET_PID,	/* -x PID or -c CMD: pid() == target() */
-	TARGET_MASTER,	/* --master: ppid() == STAPXX_MASTER (run-time
-			   children); else ppid() == target() with staprun -x;
-			   else execname() match */
-	TARGET_EXEC,	/* --exec / --sample-pid: pid() == target() when
-			   staprun -x was given, else execname() match */
-};
 
 /* One --arg NAME=VALUE. */
 struct expand_arg {
@@ -64,6 +58,8 @@ struct expand_opts {
 	enum target_mode mode;
 	const char *exec_path;	/* NULL: no target executable */
 	const char *exec_comm;	/* execname() to match (TASK_COMM_LEN-1 chars) */
+	pid_t target_pid;	/* -x PID or --master PID, else 0: the text
+				   of $^target inside strings */
 	char *const *libs;	/* shared libraries, load order */
 	size_t nlibs;
 	char *const *missing;	/* libraries the target needs but that were
@@ -113,14 +109,8 @@ struct expansion {
  */
 int expand_script(const struct expand_opts *o, struct source *main,
 		  struct expansion *x);
+/* Free everything *X holds (files, their sources and outputs, params,
+ * modules); *X is empty afterwards. */
 void expansion_free(struct expansion *x);
-
-/* Module name "a.b" -> relative path "a/b.sxx" (malloc'd); NULL if NAME is
- * not a dotted list of identifiers. */
-char *module_relpath(const char *name);
-
-/* 0 if VALUE may be substituted into script code, else -1 after the error
- * "WHAT contains REASON, which could change the script's structure". */
-int check_code_value(const char *what, const char *value);
 
 #endif

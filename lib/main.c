@@ -1,19 +1,20 @@
-/* main.c - stap++: options, then source -> expand -> stap. */
-#include "dwarf.h"
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* main.c - stap++: the command line.  The run itself is in run.c. */
+#include "bpf_run.h"
 #include "error.h"
 #include "expand.h"
+#include "expand_use.h"
 #include "proc.h"
-#include "runtime.h"
-#include "source.h"
+#include "run.h"
 #include "stap.h"
+#include "strbuf.h"
+#include "target.h"
+#include "wrapper.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage_text[] =
 "usage: stap++ [OPTIONS] SCRIPT.sxx [SCRIPT-ARGS...] [-- STAP-OPTIONS...]\n"
@@ -58,13 +59,18 @@ static const char usage_text[] =
 "SystemTap:\n"
 "  -D NAME=VALUE       define for the module (defaults: MAXACTION=100000,\n"
 "                      MAXMAPENTRIES=5000, MAXBACKTRACE=200,\n"
-"                      MAXSTRINGLEN=2048: a whole Lua stack is one string)\n"
+"                      MAXSTRINGLEN=2048: a whole Lua stack is one string,\n"
+"                      MAXSKIPPED=100000: long sessions)\n"
 "  -d PATH             also load symbols/DWARF of PATH (the executable and\n"
 "                      its libraries are added for you)\n"
 "  -p N                stop after pass N (-p4: build the module only)\n"
-"  -m NAME             module name      -r KRELEASE   kernel release\n"
+"  -m NAME             module name\n"
+"  -r KREL|DIR         kernel release, or kernel build tree (a path with '/',\n"
+"                      e.g. build/kernel/KREL from make deps)\n"
 "  -R DIR              runtime dir (disables the automatic runtime fix)\n"
 "  --no-runtime-fix    use the installed runtime as is\n"
+"  --runtime=bpf       run the sample's native eBPF implementation on this\n"
+"                      kernel instead of a module (docs/bpf.md)\n"
 "  -k                  keep temp files  -o FILE       output file\n"
 "  -B NAME=VALUE       kbuild option    --skip-badvars\n"
 "  -v                  more messages (repeatable; passed to stap too)\n"
@@ -85,18 +91,15 @@ static const char usage_text[] =
 "         -p4 -m ljmaster       # then: staprun ljmaster.ko stapxx_master=MASTER\n"
 "  stap++ -e 'probe @pfunc(main) { println($^exec_path) }' -c /bin/true\n";
 
+/* The command line: the target options, -I dirs, and what the run
+ * needs (see run.h). */
 struct options {
-	const char *script;
-	const char *script_text;	/* -e */
 	const char *exec;		/* --exec */
 	const char *master;		/* --master */
 	pid_t pid, sample_pid;
+	int bpf;			/* --runtime=bpf */
 	struct strv incdirs;
-	struct strv dextra;
-	struct expand_arg *args;
-	size_t nargs;
-	int list_args, dump_src, no_runtime_fix;
-	struct stap_opts stap;
+	struct run_opts run;
 };
 
 static void add_arg(struct options *o, const char *spec)
@@ -110,18 +113,19 @@ static void add_arg(struct options *o, const char *spec)
 		if (!(isalnum((unsigned char)spec[i]) || spec[i] == '_'))
 			usage_die("invalid argument name '%.*s' in --arg",
 				  (int)n, spec);
-	for (size_t i = 0; i < o->nargs; i++)
-		if (strlen(o->args[i].name) == n &&
-		    strncmp(o->args[i].name, spec, n) == 0) {
+	for (size_t i = 0; i < o->run.nargs; i++)
+		if (strlen(o->run.args[i].name) == n &&
+		    strncmp(o->run.args[i].name, spec, n) == 0) {
 			/* the last one wins, like repeated options usually do */
-			o->args[i].value = eq + 1;
+			o->run.args[i].value = eq + 1;
 			return;
 		}
-	o->args = xrealloc(o->args, (o->nargs + 1) * sizeof(*o->args));
-	o->args[o->nargs].name = xstrndup(spec, n);
-	o->args[o->nargs].value = eq + 1;
-	o->args[o->nargs].used = 0;
-	o->nargs++;
+	o->run.args = xrealloc(o->run.args,
+			       (o->run.nargs + 1) * sizeof(*o->run.args));
+	o->run.args[o->run.nargs].name = xstrndup(spec, n);
+	o->run.args[o->run.nargs].value = eq + 1;
+	o->run.args[o->run.nargs].used = 0;
+	o->run.nargs++;
 }
 
 static void check_define(const char *d)
@@ -135,13 +139,15 @@ static void check_define(const char *d)
 			usage_die("-D wants NAME=VALUE, not '%s'", d);
 }
 
-/* Options that take a value; a NULL long name means short only. */
+/* Option ids: a short option's id is its letter, long-only options count
+ * from 256.  longopts names the long options (a short-only option has no
+ * entry); short_with_arg and short_flags list the short ones. */
 enum {
 	O_X = 'x', O_E = 'e', O_I = 'I', O_D = 'D', O_d = 'd', O_C = 'c',
 	O_P = 'p', O_M = 'm', O_R = 'r', O_RT = 'R', O_O = 'o', O_B = 'B',
 	O_V = 'v', O_K = 'k', O_H = 'h', O_VER = 'V',
 	O_MASTER = 256, O_EXEC, O_SAMPLE, O_ARG, O_ARGS, O_DUMP, O_SKIP,
-	O_NOFIX, O_HELP, O_VERSION,
+	O_NOFIX, O_HELP, O_VERSION, O_RUNTIME,
 };
 
 static const struct optdef {
@@ -154,6 +160,7 @@ static const struct optdef {
 	{ "args", O_ARGS, 0 }, { "dump-src", O_DUMP, 0 },
 	{ "skip-badvars", O_SKIP, 0 }, { "no-runtime-fix", O_NOFIX, 0 },
 	{ "help", O_HELP, 0 }, { "version", O_VERSION, 0 },
+	{ "runtime", O_RUNTIME, 1 },
 };
 static const char short_with_arg[] = "xeIDdcpmrRoB";
 static const char short_flags[] = "vkhV";
@@ -171,28 +178,33 @@ static void apply(struct options *o, int id, const char *val, const char *spelle
 		if (parse_pid("--sample-pid", val, &o->sample_pid) < 0)
 			exit(EXIT_USAGE);
 		break;
-	case O_E: o->script_text = val; break;
+	case O_E: o->run.script_text = val; break;
 	case O_I: strv_add(&o->incdirs, val); break;
-	case O_D: check_define(val); strv_add(&o->stap.defines, val); break;
-	case O_d: strv_add(&o->dextra, val); break;
-	case O_C: o->stap.cmd = val; break;
+	case O_D: check_define(val); strv_add(&o->run.stap.defines, val); break;
+	case O_d: strv_add(&o->run.dextra, val); break;
+	case O_C: o->run.stap.cmd = val; break;
 	case O_P:
 		if (!(val[0] >= '1' && val[0] <= '5' && val[1] == '\0'))
 			usage_die("-p wants a pass number 1-5, not '%s'", val);
-		o->stap.pass = val;
+		o->run.stap.pass = val;
 		break;
-	case O_M: o->stap.module = val; break;
-	case O_R: o->stap.krelease = val; break;
-	case O_RT: o->stap.runtime = val; break;
-	case O_O: o->stap.outfile = val; break;
-	case O_B: strv_add(&o->stap.kbuild, val); break;
+	case O_M: o->run.stap.module = val; break;
+	case O_R: o->run.stap.krelease = val; break;
+	case O_RT: o->run.stap.runtime = val; break;
+	case O_O: o->run.stap.outfile = val; break;
+	case O_B: strv_add(&o->run.stap.kbuild, val); break;
 	case O_ARG: add_arg(o, val); break;
-	case O_ARGS: o->list_args = 1; break;
-	case O_DUMP: o->dump_src = 1; break;
-	case O_SKIP: o->stap.skip_badvars = 1; break;
-	case O_NOFIX: o->no_runtime_fix = 1; break;
-	case O_V: o->stap.verbose++; verbosity++; break;
-	case O_K: o->stap.keep = 1; break;
+	case O_ARGS: o->run.list_args = 1; break;
+	case O_DUMP: o->run.dump_src = 1; break;
+	case O_SKIP: o->run.stap.skip_badvars = 1; break;
+	case O_NOFIX: o->run.no_runtime_fix = 1; break;
+	case O_RUNTIME:
+		if (strcmp(val, "bpf") != 0 && strcmp(val, "kernel") != 0)
+			usage_die("--runtime must be kernel or bpf, not '%s'", val);
+		o->bpf = strcmp(val, "bpf") == 0;
+		break;
+	case O_V: o->run.stap.verbose++; verbosity++; break;
+	case O_K: o->run.stap.keep = 1; break;
 	case O_H: case O_HELP:
 		fputs(usage_text, stdout);
 		exit(0);
@@ -211,7 +223,7 @@ static void parse_options(struct options *o, int argc, char **argv)
 
 		if (strcmp(a, "--") == 0) {
 			for (i++; i < argc; i++)
-				strv_add(&o->stap.extra, argv[i]);
+				strv_add(&o->run.stap.extra, argv[i]);
 			break;
 		}
 		if (strncmp(a, "--", 2) == 0) {
@@ -259,22 +271,22 @@ static void parse_options(struct options *o, int argc, char **argv)
 			}
 			continue;
 		}
-		if (!o->script && !o->script_text)
-			o->script = a;
+		if (!o->run.script && !o->run.script_text)
+			o->run.script = a;
 		else
-			strv_add(&o->stap.script_args, a);
+			strv_add(&o->run.stap.script_args, a);
 	}
-	if (o->script && o->script_text) {
+	if (o->run.script && o->run.script_text) {
 		/* -e came after the file name: the "file" is a script arg */
 		struct strv args = {0};
-		strv_add(&args, o->script);
-		for (size_t k = 0; k < o->stap.script_args.n; k++)
-			strv_add(&args, o->stap.script_args.v[k]);
-		strv_free(&o->stap.script_args);
-		o->stap.script_args = args;
-		o->script = NULL;
+		strv_add(&args, o->run.script);
+		for (size_t k = 0; k < o->run.stap.script_args.n; k++)
+			strv_add(&args, o->run.stap.script_args.v[k]);
+		strv_free(&o->run.stap.script_args);
+		o->run.stap.script_args = args;
+		o->run.script = NULL;
 	}
-	if (!o->script && !o->script_text)
+	if (!o->run.script && !o->run.script_text)
 		usage_die("no script given");
 	if (o->pid && o->master)
 		usage_die("-x and --master exclude each other");
@@ -282,361 +294,45 @@ static void parse_options(struct options *o, int argc, char **argv)
 		usage_die("-x and --sample-pid exclude each other");
 	if (o->master && o->sample_pid)
 		usage_die("--master and --sample-pid exclude each other");
-	if (o->stap.cmd && (o->pid || o->master))
+	if (o->run.stap.cmd && (o->pid || o->master))
 		usage_die("-c excludes -x and --master");
 	if (o->master && strcmp(o->master, "-") == 0 && !o->exec)
 		usage_die("--master - (no running master) needs --exec PATH");
 }
 
-/* The target: executable, libraries, $^pid_ok mode; fills the -d list. */
-struct target {
-	char *exec;
-	char *comm;
-	struct strv libs;
-	struct strv missing;	/* libraries ldd could not find */
-	enum target_mode mode;
-};
-
-static int resolve_target(struct options *o, struct target *t)
+/* The target the options name (see target.h); --master PID and -x PID
+ * also go to stap's options.  Exits 2 on a bad --master PID. */
+static int resolve(struct options *o, struct target *t)
 {
-	pid_t from = o->pid ? o->pid : o->sample_pid;
+	struct target_spec s = {
+		.pid = o->pid, .sample_pid = o->sample_pid,
+		.master = o->master != NULL, .exec = o->exec,
+		.cmd = o->run.stap.cmd,
+	};
 
-	memset(t, 0, sizeof(*t));
 	if (o->master && strcmp(o->master, "-") != 0) {
 		/* not stap -x: see STAPXX_MASTER in expand.h */
-		if (parse_pid("--master", o->master, &o->stap.master) < 0)
+		if (parse_pid("--master", o->master, &o->run.stap.master) < 0)
 			exit(EXIT_USAGE);
-		from = o->stap.master;
+		s.master_pid = o->run.stap.master;
 	} else if (o->pid) {
-		o->stap.pid = o->pid;
+		o->run.stap.pid = o->pid;
 	}
-	if (o->exec) {
-		if (resolve_exec(o->exec, &t->exec) < 0)
-			return -1;
-		t->comm = comm_of(o->exec);
-	} else if (from) {
-		if (proc_exe(from, &t->exec) < 0)
-			return -1;
-		t->comm = proc_comm(from);
-		if (!t->comm)
-			t->comm = comm_of(t->exec);
-	} else if (o->stap.cmd) {
-		size_t n = strcspn(o->stap.cmd, " \t");
-		char *word = xstrndup(o->stap.cmd, n);
-		int rc = resolve_exec(word, &t->exec);
-		if (rc == 0)
-			t->comm = comm_of(word);
-		free(word);
-		if (rc < 0) {
-			hint("give the executable with --exec PATH");
-			return -1;
-		}
-	}
-
-	if (from) {
-		if (proc_libs(from, t->exec, &t->libs) < 0)
-			return -1;
-	} else if (t->exec) {
-		if (exec_libs(t->exec, &t->libs, &t->missing) < 0)
-			return -1;
-	}
-	if (o->master && from) {
-		pid_t *kids;
-		size_t n;
-		if (proc_children(from, &kids, &n) == 0) {
-			if (n == 0)
-				warning("master process %d has no children yet; "
-					"workers it starts later are still "
-					"traced", (int)from);
-			else
-				info(1, "master %d has %zu children", (int)from,
-				     n);
-			/* workers may have loaded more (dlopen); a worker
-			 * that just went away is no error */
-			char maps[64];
-			snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)(n ? kids[0] : 0));
-			if (n > 0 && access(maps, R_OK) == 0)
-				proc_libs(kids[0], t->exec, &t->libs);
-			free(kids);
-		}
-	}
-
-	if (o->master)
-		t->mode = TARGET_MASTER;
-	else if (o->pid || o->stap.cmd)
-		t->mode = TARGET_PID;
-	else if (t->exec)
-		t->mode = TARGET_EXEC;
-	else
-		t->mode = TARGET_NONE;
-	if (t->exec)
-		info(1, "executable: %s (%zu libraries)", t->exec, t->libs.n);
-	return 0;
-}
-
-static void search_path(struct options *o, struct strv *dirs)
-{
-	char self[PATH_MAX];
-	ssize_t n;
-
-	for (size_t i = 0; i < o->incdirs.n; i++)
-		if (strv_find(dirs, o->incdirs.v[i]) < 0)
-			strv_add(dirs, o->incdirs.v[i]);
-	if (strv_find(dirs, ".") < 0)
-		strv_add(dirs, ".");
-	if (strv_find(dirs, "tapset") < 0)
-		strv_add(dirs, "tapset");
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			/* in-tree (./stap++ next to tapset/), then installed
-			 * under any prefix (PREFIX/bin/../share/stap++) */
-			*slash = '\0';
-			char *d[2] = { xasprintf("%s/tapset", self),
-				       xasprintf("%s/../share/stap++/tapset", self) };
-			for (int k = 0; k < 2; k++) {
-				char real[PATH_MAX];
-				if (realpath(d[k], real) && strv_find(dirs, real) < 0)
-					strv_add(dirs, real);
-				free(d[k]);
-			}
-		}
-	}
-	if (strv_find(dirs, STAPXX_DATADIR "/tapset") < 0)
-		strv_add(dirs, STAPXX_DATADIR "/tapset");
-}
-
-static void print_args(const struct expansion *x)
-{
-	if (x->nparams == 0) {
-		printf("(this script takes no --arg)\n");
-		return;
-	}
-	for (size_t i = 0; i < x->nparams; i++) {
-		const struct xparam *p = &x->params[i];
-		if (p->def)
-			printf("--arg %s=VALUE (default: %s)\n", p->name, p->def);
-		else
-			printf("--arg %s=VALUE (required)\n", p->name);
-	}
-}
-
-static void dump_src(const struct expansion *x)
-{
-	for (size_t i = 0; i < x->nfiles; i++) {
-		const struct xfile *f = &x->files[i];
-		if (i)
-			printf("\n// ---- module %s: %s ----\n", f->module,
-			       f->src->path);
-		fputs(f->out, stdout);
-		if (f->src->len && f->out[0] && f->out[strlen(f->out) - 1] != '\n')
-			putchar('\n');
-	}
-}
-
-/* Basename of SCRIPT without .sxx/.stp, plus ".stp". */
-static char *stp_name(const char *script)
-{
-	const char *b = strrchr(script, '/');
-	size_t n;
-
-	b = b ? b + 1 : script;
-	n = strlen(b);
-	if (n > 4 && (strcmp(b + n - 4, ".sxx") == 0 ||
-		      strcmp(b + n - 4, ".stp") == 0))
-		n -= 4;
-	if (n == 0)
-		return xstrdup("script.stp");
-	return xasprintf("%.*s.stp", (int)n, b);
-}
-
-/* Write REL into the temp dir; map both names stap may print for it (the
- * real path and the one under ROOT) back to SHOWN.  Returns the path under
- * ROOT (owned by FROM), or NULL. */
-static const char *write_for_stap(const char *root, const char *rel,
-				  const char *text, const char *shown,
-				  struct strv *from, struct strv *to)
-{
-	char *real = tmpdir_write(rel, text, strlen(text));
-
-	if (!real)
-		return NULL;
-	strv_take(from, real);
-	strv_add(to, shown);
-	strv_take(from, xasprintf("%s/%s", root, rel));
-	strv_add(to, shown);
-	return from->v[from->n - 1];
-}
-
-static int run_stap(struct options *o, struct expansion *x)
-{
-	struct strv from = {0}, to = {0}, argv = {0};
-	char *name, *tapset_dir = NULL, *fixed = NULL;
-	const char *root, *script;
-	int status = -1;
-
-	if ((!o->stap.pass || o->stap.pass[0] == '5') &&
-	    stap_check_privilege(o->stap.pid ? o->stap.pid
-					     : o->stap.master) < 0)
-		goto out;
-	if (!tmpdir_create())
-		goto out;
-	/* stable paths for stap's cache, unless -c would inherit the fd */
-	root = o->stap.cmd ? tmpdir_create() : STAP_DIR_ALIAS;
-	for (size_t i = 1; i < x->nfiles; i++) {
-		char *rel = xasprintf("tapset/%s.stp", x->files[i].module);
-		const char *p = write_for_stap(root, rel, x->files[i].out,
-					       x->files[i].src->path, &from, &to);
-		free(rel);
-		if (!p)
-			goto out;
-	}
-	if (x->nfiles > 1)
-		o->stap.tapset_dir = tapset_dir = xasprintf("%s/tapset", root);
-	name = stp_name(o->script && strcmp(o->script, "-") ? o->script
-							    : "command-line");
-	script = write_for_stap(root, name, x->files[0].out,
-				x->files[0].src->path, &from, &to);
-	free(name);
-	if (!script)
-		goto out;
-	o->stap.script = script;
-
-	if (!o->stap.runtime && !o->no_runtime_fix &&
-	    (!o->stap.pass || o->stap.pass[0] >= '4')) {
-		if (runtime_fix(o->stap.krelease, &fixed) < 0) {
-			hint("pass --no-runtime-fix to use the installed "
-			     "runtime as is");
-			goto out;
-		}
-		o->stap.runtime = fixed;	/* NULL: no fix needed */
-	}
-	if (o->stap.keep) {
-		tmpdir_keep();
-		fprintf(stderr, "stap++: keeping the expanded script in '%s'\n",
-			tmpdir_create());
-	}
-	stap_argv(&o->stap, &argv);
-	if (verbosity > 0) {
-		fputs("stap++: running:", stderr);
-		for (size_t i = 0; i < argv.n; i++)
-			fprintf(stderr, " %s", argv.v[i]);
-		fputc('\n', stderr);
-	}
-	status = stap_run(argv.v, from.v, to.v, from.n,
-			  strcmp(root, STAP_DIR_ALIAS) == 0 ? tmpdir_create()
-							    : NULL);
-out:
-	free(tapset_dir);
-	free(fixed);
-	strv_free(&argv);
-	strv_free(&from);
-	strv_free(&to);
-	return status < 0 ? EXIT_FAIL : status;
+	return target_resolve(&s, t);
 }
 
 static void options_free(struct options *o)
 {
-	for (size_t i = 0; i < o->nargs; i++)
-		free((char *)o->args[i].name);
-	free(o->args);
+	for (size_t i = 0; i < o->run.nargs; i++)
+		free((char *)o->run.args[i].name);
+	free(o->run.args);
 	strv_free(&o->incdirs);
-	strv_free(&o->dextra);
-	strv_free(&o->stap.defines);
-	strv_free(&o->stap.dpaths);
-	strv_free(&o->stap.kbuild);
-	strv_free(&o->stap.extra);
-	strv_free(&o->stap.script_args);
-}
-
-static void target_free(struct target *t)
-{
-	free(t->exec);
-	free(t->comm);
-	strv_free(&t->libs);
-	strv_free(&t->missing);
-}
-
-/* 0, or EXIT_FAIL after saying that standard output could not be written. */
-static int flush_stdout(void)
-{
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return 0;
-	error("cannot write standard output: %s", strerror(errno ? errno : EIO));
-	return EXIT_FAIL;
-}
-
-/* Everything after option parsing; returns the exit status. */
-static int run(struct options *o, struct target *t, struct strv *dirs)
-{
-	struct expand_opts eo = {0};
-	struct expansion x;
-	struct source *src;
-	struct dw_set *dw;
-	int rc;
-
-	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
-					       strlen(o->script_text))
-			     : source_read(o->script);
-	if (!src)
-		return EXIT_FAIL;
-
-	dw = dw_set_new();
-	if (t->exec) {
-		dw_set_add(dw, t->exec);
-		strv_add(&o->stap.dpaths, t->exec);
-	}
-	for (size_t i = 0; i < t->libs.n; i++) {
-		dw_set_add(dw, t->libs.v[i]);
-		strv_add(&o->stap.dpaths, t->libs.v[i]);
-	}
-	for (size_t i = 0; i < o->dextra.n; i++) {
-		dw_set_add(dw, o->dextra.v[i]);
-		if (strv_find(&o->stap.dpaths, o->dextra.v[i]) < 0)
-			strv_add(&o->stap.dpaths, o->dextra.v[i]);
-	}
-
-	eo.mode = t->mode;
-	eo.exec_path = t->exec;
-	eo.exec_comm = t->comm;
-	eo.libs = t->libs.v;
-	eo.nlibs = t->libs.n;
-	eo.missing = t->missing.v;
-	eo.nmissing = t->missing.n;
-	eo.dw = dw;
-	eo.incdirs = dirs->v;
-	eo.nincdirs = dirs->n;
-	eo.args = o->args;
-	eo.nargs = o->nargs;
-	eo.scan_only = o->list_args;
-
-	rc = expand_script(&eo, src, &x) < 0 ? EXIT_FAIL : 0;
-	if (rc == 0 && o->list_args) {
-		print_args(&x);
-		rc = flush_stdout();
-		goto out;
-	}
-	for (size_t i = 0; i < o->nargs && rc == 0; i++)
-		if (!o->args[i].used)
-			warning("--arg %s is not used by the script",
-				o->args[i].name);
-	if (rc)
-		goto out;
-	for (size_t i = 0; i < x.modules.n; i++)
-		if (strv_find(&o->stap.dpaths, x.modules.v[i]) < 0)
-			strv_add(&o->stap.dpaths, x.modules.v[i]);
-	if (o->dump_src) {
-		dump_src(&x);
-		rc = flush_stdout();
-		goto out;
-	}
-	rc = run_stap(o, &x);
-out:
-	expansion_free(&x);
-	dw_set_free(dw);
-	return rc;
+	strv_free(&o->run.dextra);
+	strv_free(&o->run.stap.defines);
+	strv_free(&o->run.stap.dpaths);
+	strv_free(&o->run.stap.kbuild);
+	strv_free(&o->run.stap.extra);
+	strv_free(&o->run.stap.script_args);
 }
 
 int main(int argc, char **argv)
@@ -646,10 +342,18 @@ int main(int argc, char **argv)
 	struct strv dirs = {0};
 	int rc = EXIT_FAIL;
 
+	set_program_name("stap++");
 	parse_options(&o, argc, argv);
-	if (o.list_args || resolve_target(&o, &t) == 0) {
-		search_path(&o, &dirs);
-		rc = run(&o, &t, &dirs);
+	if (o.bpf && !o.run.list_args) {
+		/* a sample's native eBPF implementation (bpf_run.h) */
+		struct bpf_run_opts b = { o.run.script, o.pid, 0, o.run.args, o.run.nargs };
+		if (bpf_check_privilege() == 0 && resolve(&o, &t) == 0) {
+			b.master = o.run.stap.master;
+			rc = bpf_run(&b, &t);
+		}
+	} else if (o.run.list_args || resolve(&o, &t) == 0) {
+		module_search_path(&o.incdirs, &dirs);
+		rc = run_script(&o.run, &t, &dirs);
 	}
 	strv_free(&dirs);
 	target_free(&t);

@@ -1,6 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* proc.c - see proc.h. */
 #include "proc.h"
 #include "error.h"
+#include "strbuf.h"
+#include "wrapper.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -321,19 +324,7 @@ int resolve_exec(const char *path, char **out)
 	if (!*path)
 		return error("empty executable path");
 	if (!strchr(path, '/')) {
-		const char *env = getenv("PATH");
-		char *dirs = xstrdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
-		char *save = NULL;
-		for (char *d = strtok_r(dirs, ":", &save); d && !found;
-		     d = strtok_r(NULL, ":", &save)) {
-			char *cand = xasprintf("%s/%s", *d ? d : ".", path);
-			if (access(cand, X_OK) == 0 && stat(cand, &st) == 0 &&
-			    S_ISREG(st.st_mode))
-				found = cand;
-			else
-				free(cand);
-		}
-		free(dirs);
+		found = path_lookup(path);
 		if (!found)
 			return error("cannot find executable '%s' in $PATH",
 				     path);

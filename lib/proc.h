@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proc.h - inspecting the target: processes (/proc) and executables.
  *
@@ -12,7 +13,7 @@
 
 #include <sys/types.h>
 
-#include "source.h"
+#include "strbuf.h"
 
 /* Parse a PID argument of option OPT ("-x"...): a positive decimal number
  * that fits pid_t.  Returns 0, or -1 after error(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * runtime.c - SystemTap 4.8 runtime fixes for Debian 12's 6.1.1xx kernels.
  *
@@ -26,6 +27,9 @@
  */
 #include "runtime.h"
 #include "error.h"
+#include "strbuf.h"
+#include "stap.h"
+#include "wrapper.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,62 +88,6 @@ static const struct edit edits[] = {
 	  "static int\nlookup_bad_addr_user(", 0 },
 };
 
-/* Read a whole file; NULL (errno set) when it cannot be read. Caller frees. */
-static char *read_file(const char *path, size_t *len_out)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	size_t cap = 8192, len = 0;
-	char *buf = xmalloc(cap + 1);
-	for (;;) {
-		if (len == cap) {
-			cap *= 2;
-			buf = xrealloc(buf, cap + 1);
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	if (len_out)
-		*len_out = len;
-	return buf;
-}
-
-static int write_file(const char *path, const char *data, size_t len, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return error("cannot create '%s': %s", path, strerror(errno));
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			error("cannot write '%s': %s", path, strerror(errno));
-			close(fd);
-			return -1;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	if (close(fd) < 0)
-		return error("cannot write '%s': %s", path, strerror(errno));
-	return 0;
-}
-
 static int file_contains(const char *path, const char *needle)
 {
 	char *s = read_file(path, NULL);
@@ -177,32 +125,22 @@ static char *runtime_of(const char *stap)
 }
 
 /* The installed runtime: $SYSTEMTAP_RUNTIME, else the runtime of the stap
- * that stap++ runs ($STAPXX_STAP, else "stap" from $PATH), else
+ * that stap++ runs (stap_binary(), a bare name looked up in $PATH), else
  * /usr/share/systemtap/runtime. NULL if none exists. Caller frees. */
 static char *find_runtime(void)
 {
 	const char *env = getenv("SYSTEMTAP_RUNTIME");
 	if (env && *env)
 		return is_dir(env) ? xstrdup(env) : NULL;
-	const char *stap = getenv("STAPXX_STAP");
-	if (!stap || !*stap)
-		stap = "stap";
+	const char *stap = stap_binary();
 	char *rt = NULL;
 	if (strchr(stap, '/')) {
 		rt = runtime_of(stap);
 	} else {
-		const char *path = getenv("PATH");
-		char *copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
-		for (char *d = strtok_r(copy, ":", &save); d && !rt; d = strtok_r(NULL, ":", &save)) {
-			char *p = xasprintf("%s/%s", *d ? d : ".", stap);
-			if (access(p, X_OK) == 0) {
-				rt = runtime_of(p);
-				free(p);
-				break;
-			}
-			free(p);
-		}
-		free(copy);
+		char *p = path_lookup(stap);
+		if (p)
+			rt = runtime_of(p);
+		free(p);
 	}
 	if (!rt && is_dir("/usr/share/systemtap/runtime"))
 		rt = xstrdup("/usr/share/systemtap/runtime");
@@ -626,4 +564,38 @@ done:
 	free(root);
 	free(rt);
 	return rc;
+}
+
+int kernel_arg(const char *arg, char **tree_out, char **krel_out)
+{
+	*tree_out = *krel_out = NULL;
+	if (!strchr(arg, '/')) {
+		*krel_out = xstrdup(arg);
+		return 0;
+	}
+	char *tree = realpath(arg, NULL);
+	struct stat st;
+	if (!tree || stat(tree, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		error("'-r %s': %s", arg, tree ? strerror(ENOTDIR) : strerror(errno));
+		hint("-r takes a kernel release (uname -r) or a kernel build tree");
+		free(tree);
+		return -1;
+	}
+	char *path = xasprintf("%s/include/config/kernel.release", tree);
+	size_t len;
+	char *rel = read_file(path, &len);
+	free(path);
+	while (rel && len > 0 && (rel[len - 1] == '\n' || rel[len - 1] == ' '))
+		rel[--len] = '\0';
+	if (!rel || len == 0 || strchr(rel, '\n')) {
+		error("'-r %s': no include/config/kernel.release in it", arg);
+		hint("a kernel build tree holds the release it was built for there");
+		hint("'make deps' builds one for the VM's kernel in build/kernel/KREL");
+		free(rel);
+		free(tree);
+		return -1;
+	}
+	*tree_out = tree;
+	*krel_out = rel;
+	return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * runtime.h - SystemTap 4.8 runtime fixes for Debian 12's 6.1.1xx kernels.
  *
@@ -24,5 +25,17 @@
  * or -1 after printing an error.  Says what it does through info(1, ...).
  */
 int runtime_fix(const char *krelease, char **dir_out);
+
+/*
+ * kernel_arg - resolve stap++'s -r ARG, which is either a kernel release
+ * ("6.1.0-56-amd64") or, when it contains a '/', a kernel build tree (stap's
+ * -r DIR; util/deps makes build/kernel/KREL).  For a release: *tree_out =
+ * NULL and *krel_out = a copy of ARG.  For a tree: *tree_out = its absolute
+ * path (stap takes only absolute ones) and *krel_out = the release in
+ * DIR/include/config/kernel.release, which is what stap uses too.  Both
+ * malloc'd; the caller frees them.  Returns 0, or -1 after error() and
+ * hint() (no such dir, no kernel.release in it).
+ */
+int kernel_arg(const char *arg, char **tree_out, char **krel_out);
 
 #endif

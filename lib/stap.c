@@ -1,7 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* stap.c - see stap.h. */
 #include "stap.h"
 #include "expand.h"
 #include "error.h"
+#include "strbuf.h"
+#include "wrapper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,25 +157,21 @@ char *tmpdir_write(const char *rel, const char *data, size_t len)
 	}
 	path = xasprintf("%s/%s", tmp_root, rel);
 	/* tracked before it exists, so a signal never leaves it behind */
-	if (track(xstrdup(path), 0) < 0 || write_file(path, data, len) < 0) {
+	if (track(xstrdup(path), 0) < 0 || write_file(path, data, len, 0644) < 0) {
 		free(path);
 		return NULL;
 	}
 	return path;
 }
 
+const char *tmpdir_path(void)
+{
+	return tmp_root[0] ? tmp_root : NULL;
+}
+
 void tmpdir_keep(void)
 {
 	tmp_keep = 1;
-}
-
-void tmpdir_remove(void)
-{
-	sigset_t old;
-
-	block_signals(&old);
-	remove_all();
-	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 static int in_group(const char *name)
@@ -216,6 +215,11 @@ const char *stap_binary(void)
 static const char *const default_defines[] = {
 	"MAXACTION=100000", "MAXMAPENTRIES=5000", "MAXBACKTRACE=200",
 	"MAXSTRINGLEN=2048",
+	/* SystemTap ends a session after 100 skipped probes (a probe that
+	   waited too long for a lock, or fired while another ran on its CPU);
+	   each costs one sample, and a long session reaches 100 (make soak).
+	   They are still counted and printed at the end. */
+	"MAXSKIPPED=100000",
 };
 
 static int overridden(const struct stap_opts *o, const char *def)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stap.h - running SystemTap: the private temp dir, stap's argv, the run.
  */
@@ -6,13 +7,18 @@
 
 #include <sys/types.h>
 
-#include "source.h"
+#include "strbuf.h"
 
 /* Create the private temp dir ($TMPDIR or /tmp, "stap++-XXXXXX", mode 0700)
  * and arrange for it to be removed at exit() and on SIGINT, SIGTERM,
- * SIGHUP and SIGQUIT (unless tmpdir_keep()).  Returns its path (owned by
- * this module), or NULL after error(). */
+ * SIGHUP and SIGQUIT (unless tmpdir_keep()).  Once only: a second call
+ * returns the same dir.  Returns its path (owned by this module), or NULL
+ * after error(). */
 const char *tmpdir_create(void);
+
+/* The temp dir's path (owned by this module), or NULL before
+ * tmpdir_create() succeeded. */
+const char *tmpdir_path(void);
 
 /* Write DATA to REL (e.g. "tapset/a.b.stp") inside the temp dir, creating
  * one level of subdirectory if needed.  Returns the full path (malloc'd),
@@ -21,9 +27,6 @@ char *tmpdir_write(const char *rel, const char *data, size_t len);
 
 /* Keep the temp dir at exit (stap++ -k). */
 void tmpdir_keep(void);
-
-/* Remove the temp dir now (also done at exit). */
-void tmpdir_remove(void);
 
 /* What goes on stap's command line. */
 struct stap_opts {
@@ -47,7 +50,8 @@ struct stap_opts {
 	struct strv script_args;	/* $1, $2, ... */
 };
 
-/* The stap binary: $STAPXX_STAP, else "stap" (from $PATH). */
+/* The stap binary: $STAPXX_STAP, else "stap" (looked up in $PATH when
+ * run).  The string is the environment's or static: do not free it. */
 const char *stap_binary(void);
 
 /* Can this user run (load) SystemTap modules?  Root, or a member of the
@@ -55,7 +59,8 @@ const char *stap_binary(void);
  * not 0) and the cause, with a hint, and returns -1. */
 int stap_check_privilege(pid_t pid);
 
-/* Build the argv (OUT gets argv[0] and every argument; NULL-terminated). */
+/* Build stap's argv from O: OUT gets argv[0] and every argument (copies,
+ * owned by OUT; NULL-terminated). */
 void stap_argv(const struct stap_opts *o, struct strv *out);
 
 /*

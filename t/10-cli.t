@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Command line: --help, --version, and every usage error (exit 2, one
 # clear line, a hint), against golden files.
 use strict;

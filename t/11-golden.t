@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The macro dialect, through ./stap++ --dump-src (and --args): every macro,
 # nested @use, defaults, and every script error, against golden files in
 # t/golden/ (STAPXX_REGEN=1 rewrites them; review the diff).  Plus the
@@ -41,6 +42,9 @@ my @cases = (
 	['lib-dashed',          ['-e', 'probe begin { println("$^libgx-1.2_path $^libgx-1.2.so_path.x $^libgxtra_path-x") }',
 				 '--exec', $T, '--dump-src']],
 	['e-script-error',      ['-e', "probe begin {\n\t\$^oops }", '--dump-src']],
+	['module-header-mismatch', [@I, "$C/module-header-mismatch.sxx", '--exec', $T, '--dump-src']],
+	['target-in-string',    ["$C/target-in-string.sxx", '--exec', $T, '--dump-src']],
+	['var-context',         ["$C/var-context.sxx", '--exec', $T, '--dump-src']],
 	['err-dwarf',           ["$C/err-dwarf.sxx", '--exec', $T, '--dump-src']],
 	['err-dwarf-module',    ["$C/err-dwarf-module.sxx", '--exec', $T, '--dump-src']],
 	['err-no-target',       ["$C/err-no-target.sxx", '--dump-src']],
@@ -49,9 +53,9 @@ my @cases = (
 	['err-script-is-dir',   [$C, '--dump-src']],
 	(map { [$_, [@I, "$C/$_.sxx", '--exec', $T, '--dump-src']] } qw(
 		err-unknown-macro err-no-module err-module-header
-		err-module-name err-in-module err-use-empty err-use-name
+		err-in-module err-use-empty err-use-name
 		err-use-junk err-star-unbound err-star-unbalanced
-		err-star-empty err-default-unterminated err-target-in-string
+		err-star-empty err-default-unterminated err-pid-ok-in-string
 		err-pfunc-args err-pfunc-unterminated err-conflicting-default
 		err-missing-arg err-caret-empty err-arg-empty
 		err-offsetof-args err-default-loop err-error err-error-args)),

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # --arg values cannot change the script's structure: inside a string
 # literal they are escaped and stay one string (checked with the real stap
 # parser); in code, values with a newline, ';', braces, comments, '%{',
@@ -13,6 +14,7 @@ use Test::More;
 
 ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
 my $S = 't/golden/cases/safety.sxx';
+my $dir = scratch('12-safety');
 my ($krel) = map { m{/lib/modules/([^/]+)/build$} } grep { -e "$_/.config" }
 	glob('/lib/modules/*/build');
 ok($krel, 'a kernel build tree for stap -p1') or BAIL_OUT('no kernel headers: run make deps');
@@ -44,12 +46,8 @@ golden('safety-reject', [$S, '--exec', '/bin/true', '--dump-src', '--arg', '...'
 # In code: a value that would fuse with the script bytes next to it into a
 # comment or a %-directive ("8/$^arg_v" with v = "*2" opens a comment).
 {
-	my $dir = "$ROOT/t/out/12-safety";
-	system('mkdir', '-p', $dir);
 	my $f = "$dir/fuse.sxx";
-	open(my $fh, '>', $f) or die "$f: $!";
-	print $fh "probe begin { x = 8/\$^arg_v/2; y = 8 % \$^arg_w(1); println(x, y) }\n";
-	close($fh);
+	spit($f, "probe begin { x = 8/\$^arg_v/2; y = 8 % \$^arg_w(1); println(x, y) }\n");
 	for my $c (['*2', '1'], ['1/', '1'], ['1', '1%'], ['/2', '1']) {
 		my ($v, $w) = @$c;
 		my ($rc, $o, $e) = stapxx($f, '--exec', '/bin/true', '--dump-src',
@@ -67,13 +65,11 @@ golden('safety-reject', [$S, '--exec', '/bin/true', '--dump-src', '--arg', '...'
 # Defaults that name other defaults cannot blow up: 15 levels of ten
 # references each stop at the 64 KiB cap, with one error.
 {
-	my $f = "$ROOT/t/out/12-safety/blow.sxx";
-	open(my $fh, '>', $f) or die "$f: $!";
-	print $fh "probe begin {\n  x = \$^arg_a0 :default(1)\n";
-	printf $fh "  x = \$^arg_a%d :default(%s)\n", $_, join(' + ', ("\$^arg_a" . ($_ - 1)) x 10)
-		for 1 .. 15;
-	print $fh "}\n";
-	close($fh);
+	my $f = "$dir/blow.sxx";
+	spit($f, "probe begin {\n  x = \$^arg_a0 :default(1)\n" .
+		 join('', map { sprintf("  x = \$^arg_a%d :default(%s)\n", $_,
+					join(' + ', ("\$^arg_a" . ($_ - 1)) x 10)) } 1 .. 15) .
+		 "}\n");
 	my ($rc, $o, $e) = stapxx($f, '--exec', '/bin/true', '--dump-src');
 	is($rc, 1, 'exponential defaults: rejected');
 	my @errs = $e =~ /expands to more than 65536 bytes/g;
@@ -119,7 +115,6 @@ for my $value ('a"b', 'back\\slash\\', "two\nlines", '"; exit(); "',
 # Paths and process names are outside input too: an executable named
 # 'we"ird\' is escaped in strings and in $^pid_ok, and rejected in code.
 {
-	my $dir = scratch('12-safety');
 	my $weird = "$dir/we\"ird\\";
 	system('cp', '/bin/true', $weird) == 0 or die;
 	my @args = ('-e', 'probe begin { if ($^pid_ok) println("$^exec_path") }',

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Targets: -x PID, --master PID, --sample-pid PID, --exec, -c against live
 # fixture processes (t/golden/fixture/target.c): executable from
 # /proc/PID/exe, libraries from /proc/PID/maps in load order, $^pid_ok per
@@ -63,6 +64,8 @@ for my $c (
 	['target-x-exec',   ['-e', 'probe begin { println("$^exec_path $^libgx_path") }', '-x', $pid, '--exec', $f->{static}, '--dump-src']],
 	['target-static',   ['-e', 'probe begin { println("$^libc_path") }', '--exec', $f->{static}, '--dump-src']],
 	['target-nolib',    ['-e', 'probe begin { println("$^libgxtra_path") }', '--exec', $f->{nolib}, '--dump-src']],
+	['target-in-string-x',      ["$C/target-in-string.sxx", '-x', $pid, '--dump-src']],
+	['target-in-string-master', ["$C/target-in-string.sxx", '--master', $master, '--dump-src']],
 ) {
 	my ($name, $args) = @$c;
 	my ($rc, $o, $e) = stapxx(@$args);

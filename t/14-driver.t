@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The SystemTap driver: what stap++ hands to stap (argv, expanded files),
 # stap's exit status and stderr, the private temp dir (removed on exit and
 # on signals).  stap is replaced by t/golden/fake-stap, which records what

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The real stap (passes 1-2, no kernel module): the expanded script and
 # modules are valid SystemTap, stap's errors point at the .sxx file and
 # line, and stap's exit status is stap++'s.

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # make install puts stap++ and its tapsets where the installed binary finds
 # them: run from another directory, @use luajit must load the installed
 # tapset/luajit.sxx (DESTDIR staging works too: the binary also looks

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # $^pid_ok at run time, in Debian's kernel (VM): modules built on the host
 # with -p4 and no PID, then run with staprun elsewhere.
 #   --exec T               staprun -x WORKER: only that process is sampled
@@ -6,8 +7,11 @@
 #   --exec T --master -    staprun MOD.ko stapxx_master=MASTER: only the
 #                          master's children, the worker that ran before
 #                          staprun and workers started after it
-# Targets: t/golden/fixture/target.c (fork, spin, respawn), next to a busy
-# process with another name that must never be sampled.
+# Targets: t/golden/fixture/target.c (fork, spin, respawn, hold), next to a
+# busy process with another name that must never be sampled.  The master
+# case does not race the clock: its first worker runs until the module has
+# sampled it (the module prints "sampled PID"), and staprun runs until a
+# worker started after that one has been sampled too.
 use strict;
 use warnings;
 use FindBin;
@@ -24,15 +28,16 @@ my $vm = VM->new;
 
 my $exec_ko = $vm->build('pidok_exec', $S, exec => $T);
 ok($exec_ko, 'build --exec T -p4 (no PID)') or diag($vm->build_log);
-my $master_ko = $vm->build('pidok_master', $S, exec => $T, args => ['--master', '-']);
+# (secs=600: the master case ends the module itself, with SIGINT)
+my $master_ko = $vm->build('pidok_master', $S, exec => $T, args => ['--master', '-', '--arg', 'secs=600']);
 ok($master_ko, 'build --exec T --master - -p4 (no PID)') or diag($vm->build_log);
 BAIL_OUT('module builds failed') unless $exec_ko && $master_ko;
 
 # Shell for one case: start the target and a busy "noise" process, wait for
-# the target's pids, run staprun, stop everything.
+# the target's pids, run STAPRUN (shell, its status in $st), stop
+# everything.
 sub case_sh {
-	my ($target_args, $module, $x, $params) = @_;
-	$params //= '';
+	my ($target_args, $staprun) = @_;
 	my $t = VM::sh_quote($T);
 	return <<"EOS";
 $t $target_args > target.log 2>&1 &
@@ -43,17 +48,40 @@ echo "noise \$noise" > noise.log
 for i in \$(seq 100); do grep -q '^worker' target.log && break; sleep 0.1; done
 master=\$(sed -n 's/^master //p' target.log | head -1)
 worker=\$(sed -n 's/^worker //p' target.log | head -1)
-timeout -s INT -k 10 60 staprun $x "\$VM_JOB"/$module $params
-st=\$?
+$staprun
 kill \$noise \$tp \$(sed -n 's/^worker //p' target.log) 2>/dev/null
 wait
 exit \$st
 EOS
 }
 
-$vm->case('exec-x', case_sh('fork spin', 'pidok_exec.ko', '-x $worker'), files => [$exec_ko]);
-$vm->case('exec-name', case_sh('fork spin', 'pidok_exec.ko', ''), files => [$exec_ko]);
-$vm->case('master', case_sh('fork spin respawn', 'pidok_master.ko', '', 'stapxx_master=$master'), files => [$master_ko]);
+# staprun in the foreground; the module ends itself (after 4 s).
+sub staprun_sh {
+	my ($args) = @_;
+	return "timeout -s INT -k 10 60 staprun $args\nst=\$?";
+}
+
+# The master case: the first worker (target ... hold) runs until the
+# module has sampled it; then it is let go (SIGUSR1), the master starts
+# new workers, and staprun is stopped (SIGINT: the end probe runs) once one
+# of those has been sampled too.  Each wait also ends if staprun does.
+my $master_sh = <<'EOS';
+timeout -s INT -k 10 60 staprun "$VM_JOB"/pidok_master.ko stapxx_master=$master > staprun.out 2>&1 &
+run=$!
+until grep -q "^sampled $worker\$" staprun.out || ! kill -0 $run 2>/dev/null; do sleep 0.1; done
+kill -USR1 $worker
+until grep '^sampled ' staprun.out | grep -vq "^sampled $worker\$" || ! kill -0 $run 2>/dev/null; do
+	sleep 0.1
+done
+kill -INT $run 2>/dev/null
+wait $run
+st=$?
+cat staprun.out
+EOS
+
+$vm->case('exec-x', case_sh('fork spin', staprun_sh('-x $worker "$VM_JOB"/pidok_exec.ko')), files => [$exec_ko]);
+$vm->case('exec-name', case_sh('fork spin', staprun_sh('"$VM_JOB"/pidok_exec.ko')), files => [$exec_ko]);
+$vm->case('master', case_sh('fork spin respawn hold', $master_sh), files => [$master_ko]);
 my $r = $vm->run;
 is($r->{status}, 0, 'vm-run succeeded') or diag($r->{stderr});
 
@@ -64,10 +92,10 @@ sub result {
 	my $out = $c->{output} // '';
 	my %hits;
 	$hits{$1} += $3 while $out =~ /^hit (\d+) (\d+) (\d+)$/mg;
-	my $log = VM::slurp("$c->{dir}/target.log") // '';
+	my $log = slurp("$c->{dir}/target.log") // '';
 	my ($master) = $log =~ /^master (\d+)$/m;
 	my @workers = $log =~ /^worker (\d+)$/mg;
-	my ($noise) = (VM::slurp("$c->{dir}/noise.log") // '') =~ /^noise (\d+)/m;
+	my ($noise) = (slurp("$c->{dir}/noise.log") // '') =~ /^noise (\d+)/m;
 	is($c->{status}, 0, "$name: staprun exit 0") or diag($out);
 	like($out, qr/^done$/m, "$name: the module ran to its end probe") or diag($out);
 	ok($master && @workers && $noise, "$name: target and noise pids known");

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Output that cannot be written is an error, never a silent success; a
 # reader that goes away (SIGPIPE) does not leave stap++'s temp dir behind.
 use strict;

@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # DWARF macros against the debug LuaJIT builds of `make deps`
 # (build/luajit-gc64, build/luajit-nogc64) and the nginx linked with the
 # GC64 one: sizes and offsets in lua_State, global_State, GCproto, TValue,
@@ -9,7 +10,7 @@
 use strict;
 use warnings;
 use FindBin;
-use lib "$FindBin::Bin/fixtures/dwarf";
+use lib "$FindBin::Bin/lib";
 use DwarfTest;
 use Test::More;
 use Cwd qw(abs_path);
@@ -35,9 +36,7 @@ my %builds = (
 my %var_file;
 for my $sym (qw(lj_obj_itypename lj_ir_mode)) {
 	my ($file) = grep {
-		open(my $fh, '<', $_) or die "$_: $!";
-		local $/;
-		<$fh> =~ /^LJ_DATADEF\b[^;=]*\b\Q$sym\E\s*\[[^\]]*\]\s*=/m;
+		(slurp($_) // die "$_: $!") =~ /^LJ_DATADEF\b[^;=]*\b\Q$sym\E\s*\[[^\]]*\]\s*=/m;
 	} glob("$src/*.c");
 	ok($file, "LuaJIT's source defines $sym") or next;
 	$var_file{$sym} = $file =~ s{.*/}{}r;
@@ -68,9 +67,7 @@ for my $name (sort keys %builds) {
 
 	# the luajit executable (LuaJIT linked in statically), searched
 	my $script = "$out/$name.stp";
-	open(my $fh, '>', $script) or die;
-	print $fh script_for(\@q);
-	close($fh);
+	spit($script, script_for(\@q));
 	my $exe = "$prefix/bin/luajit";
 	my $exe_real = abs_path($exe);	# stap++ names the real file
 	my ($rc, $o, $e) = dump_src($script, '--exec', $exe);
@@ -81,19 +78,14 @@ for my $name (sort keys %builds) {
 	# libluajit named as the module
 	my $so = "$prefix/lib/libluajit-5.1.so.2";
 	$script = "$out/$name-so.stp";
-	open($fh, '>', $script) or die;
-	print $fh script_for(\@q, $so);
-	close($fh);
+	spit($script, script_for(\@q, $so));
 	($rc, $o, $e) = dump_src($script, '--exec', $exe);
 	is($rc, 0, "$name: libluajit named: exits 0") or diag($e);
 	check_resolved("$name libluajit", \@q, $o);
 
 	# @var: module and compile unit
-	open($fh, '>', "$out/$name-var.stp") or die;
-	print $fh "probe begin {\n";
-	print $fh "\tprintln(\@var(\"$_\"))\n" for sort keys %var_file;
-	print $fh "}\n";
-	close($fh);
+	spit("$out/$name-var.stp", "probe begin {\n" .
+	     join('', map { "\tprintln(\@var(\"$_\"))\n" } sort keys %var_file) . "}\n");
 	($rc, $o, $e) = dump_src("$out/$name-var.stp", '--exec', $exe);
 	is($rc, 0, "$name: \@var: exits 0") or diag($e);
 	for my $sym (sort keys %var_file) {
@@ -102,10 +94,8 @@ for my $name (sort keys %builds) {
 	}
 
 	# errors name the binary searched
-	open($fh, '>', "$out/$name-err.stp") or die;
-	print $fh "probe begin {\n\tx = \@offsetof(lua_State, nope)\n",
-	    "\ty = \@offsetof(TValue, it64.x)\n\tz = \@enum(LJ_VMST_NOPE, \"$so\")\n}\n";
-	close($fh);
+	spit("$out/$name-err.stp", "probe begin {\n\tx = \@offsetof(lua_State, nope)\n" .
+	     "\ty = \@offsetof(TValue, it64.x)\n\tz = \@enum(LJ_VMST_NOPE, \"$so\")\n}\n");
 	($rc, $o, $e) = dump_src("$out/$name-err.stp", '--exec', $exe);
 	is($rc, 1, "$name: errors: exit status 1");
 	like($e, qr/^\Q$out\/$name-err.stp\E:2: error: no member 'nope' in struct 'lua_State' \(in '\Q$exe_real\E'\)$/m,
@@ -126,9 +116,7 @@ for my $name (sort keys %builds) {
 	# lua_State (lua.h), the definitions are in the library.
 	my $nginx = "$B/nginx/sbin/nginx";
 	$script = "$out/nginx.stp";
-	open($fh, '>', $script) or die;
-	print $fh script_for(\@q);
-	close($fh);
+	spit($script, script_for(\@q));
 	($rc, $o, $e) = dump_src($script, '--exec', $nginx);
 	is($rc, 0, 'nginx: exits 0') or diag($e);
 	is($e, '', 'nginx: no messages');
@@ -136,9 +124,7 @@ for my $name (sort keys %builds) {
 
 	# the same, naming the library with $^libluajit_path
 	$script = "$out/nginx-libpath.stp";
-	open($fh, '>', $script) or die;
-	print $fh script_for(\@q, '$^libluajit_path');
-	close($fh);
+	spit($script, script_for(\@q, '$^libluajit_path'));
 	($rc, $o, $e) = dump_src($script, '--exec', $nginx);
 	is($rc, 0, 'nginx, $^libluajit_path: exits 0') or diag($e);
 	is($e, '', 'nginx, $^libluajit_path: no messages');

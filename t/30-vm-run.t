@@ -1,63 +1,63 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # util/vm-run itself: the interface (usage errors, --kernel-release), then
 # one boot checking the guest environment, output, exit status and the job
 # dir; one boot from a copy of the repository under /tmp (the guest's /tmp
 # tmpfs must not hide it) stopped with SIGTERM; one boot that times out.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use VM;
 use Test::More;
 use File::Temp qw(tempdir);
 use File::Path qw(make_path remove_tree);
-use lib 't/lib';
-use VM;
 
-my $R = $VM::ROOT;
 my $vm = VM->new;
 my $out = $vm->out;
-my $run = "$R/util/vm-run";
+my $run = "$ROOT/util/vm-run";
+my $in_out = { cwd => $out, merge => 1 };    # run_cmd in $out, one output
 
-open my $fh, '>', "$out/data.txt" or die;
-print $fh "host data\n";
-close $fh;
+spit("$out/data.txt", "host data\n");
 
 # --- interface, no boot ---
-my ($st, $log) = VM::capture($out, $run, '--kernel-release');
+my ($st, $log) = run_cmd($in_out, $run, '--kernel-release');
 is $st, 0, '--kernel-release: status 0';
 chomp $log;
 is $log, $vm->krel, '--kernel-release prints one release';
 ok -f "/boot/vmlinuz-$log" && -d "/lib/modules/$log/build", '... with a kernel image and headers';
 
-($st, $log) = VM::capture($out, $run, '--help');
+($st, $log) = run_cmd($in_out, $run, '--help');
 is $st, 0, '--help: status 0';
 like $log, qr/^usage: util\/vm-run --kernel-release\n.*--timeout SECS/s, '--help: usage and options';
-($st, $log) = VM::capture($out, $run);
-is $st >> 8, 2, 'no script: exit 2';
+($st, $log) = run_cmd($in_out, $run);
+is $st, 2, 'no script: exit 2';
 like $log, qr/error: no job script given.*usage: util\/vm-run/s, '... with usage';
-($st, $log) = VM::capture($out, $run, '--bogus', 'x.sh');
-is $st >> 8, 2, 'unknown option: exit 2';
+($st, $log) = run_cmd($in_out, $run, '--bogus', 'x.sh');
+is $st, 2, 'unknown option: exit 2';
 like $log, qr/unknown option '--bogus'/, '... named';
-($st, $log) = VM::capture($out, $run, '--append');
-is $st >> 8, 2, '--append without a value: exit 2';
+($st, $log) = run_cmd($in_out, $run, '--append');
+is $st, 2, '--append without a value: exit 2';
 like $log, qr/option '--append' needs a value/, '... explained';
-($st, $log) = VM::capture($out, $run, '--timeout', 'soon', 'x.sh');
-is $st >> 8, 2, 'bad --timeout: exit 2';
+($st, $log) = run_cmd($in_out, $run, '--timeout', 'soon', 'x.sh');
+is $st, 2, 'bad --timeout: exit 2';
 like $log, qr/--timeout needs a positive integer, not 'soon'/, '... explained';
-($st, $log) = VM::capture($out, $run, "$out/missing.sh");
-is $st >> 8, 1, 'missing script: exit 1';
+($st, $log) = run_cmd($in_out, $run, "$out/missing.sh");
+is $st, 1, 'missing script: exit 1';
 like $log, qr/cannot read job script '\Q$out\E\/missing\.sh'/, '... named';
-($st, $log) = VM::capture($out, $run, "$out/data.txt", "$out/missing.ko");
-is $st >> 8, 1, 'missing job file: exit 1';
+($st, $log) = run_cmd($in_out, $run, "$out/data.txt", "$out/missing.ko");
+is $st, 1, 'missing job file: exit 1';
 like $log, qr/cannot find job file '\Q$out\E\/missing\.ko'/, '... named';
 
 # --- one boot: the guest's environment ---
-open $fh, '>', "$out/env.sh" or die;
-print $fh <<"SH";
+spit("$out/env.sh", <<"SH");
 echo "job=\$VM_JOB"
 echo "pwd=\$(pwd)"
 echo "kernel=\$(uname -r)"
 echo "user=\$(id -u)"
 echo "data=\$(cat data.txt)"
-echo "repo=\$(test -x $R/util/vm-run && echo visible)"
+echo "repo=\$(test -x $ROOT/util/vm-run && echo visible)"
 echo "rootfs=\$(touch /stappp-vm-test 2>/dev/null && echo writable || echo read-only)"
 echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts) \$(touch /tmp/x && echo writable)"
 echo "debugfs=\$(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts)"
@@ -69,13 +69,12 @@ printf '\\033[1mbold\\033[0m and \\033[31mred\\033[0m\\r\\n'
 printf 'no newline at the end'
 exit 7
 SH
-close $fh;
 remove_tree("$out/job");
-($st, $log) = VM::capture($out, $run, '--timeout', '120', '--append', 'stappp.test=1 quiet', '--out', "$out/job",
-                          "$out/env.sh", "$out/data.txt");
-is $st >> 8, 7, "the job's exit status (7) is vm-run's" or diag $log;
+($st, $log) = run_cmd($in_out, $run, '--timeout', '120', '--append', 'stappp.test=1 quiet',
+                      '--out', "$out/job", "$out/env.sh", "$out/data.txt");
+is $st, 7, "the job's exit status (7) is vm-run's" or diag $log;
 my %v = $log =~ /^(\w+)=(.*)$/mg;
-like $v{job}, qr{^\Q$R\E/build/vm/jobs/[^/]+$}, '$VM_JOB: a fresh dir under build/vm/jobs (same path as on the host)';
+like $v{job}, qr{^\Q$ROOT\E/build/vm/jobs/[^/]+$}, '$VM_JOB: a fresh dir under build/vm/jobs (same path as on the host)';
 is $v{pwd}, $v{job}, 'the job runs in $VM_JOB';
 is $v{kernel}, $vm->krel, 'the guest runs the --kernel-release kernel';
 is $v{user}, 0, 'as root';
@@ -91,44 +90,40 @@ like $log, qr/^bold and red$/m, 'console escape codes and CRs are stripped';
 like $log, qr/^no newline at the end$/m, 'output without a final newline is complete';
 unlike $log, qr/==stap\+\+ vm-run|SeaBIOS|\e/, 'no markers, firmware text or escapes in the output';
 like $log, qr/vm-run: job dir: \Q$out\E\/job \([\d.]+ s, status 7\)/, 'vm-run names the job dir and status';
-is VM::slurp("$out/job/result.txt"), "written by the guest\n", 'files the job wrote come back (--out)';
+is slurp("$out/job/result.txt"), "written by the guest\n", 'files the job wrote come back (--out)';
 ok !-e $v{job}, 'with --out, the build/vm/jobs dir is moved there';
-like VM::slurp("$out/job/.vm/dmesg") // '', qr/Linux version \Q${\ $vm->krel}\E/, 'the guest dmesg is kept in .vm/dmesg';
+like slurp("$out/job/.vm/dmesg") // '', qr/Linux version \Q${\ $vm->krel}\E/, 'the guest dmesg is kept in .vm/dmesg';
 
 # --- a checkout under /tmp; SIGTERM stops the VM ---
 my $tmp = tempdir('stappp-vm-XXXXXX', DIR => '/tmp', CLEANUP => 1);
 make_path("$tmp/util", "$tmp/build");
 system('cp', $run, "$tmp/util/vm-run") == 0 or die;
-open $fh, '>', "$tmp/marker" or die;
-print $fh "from the host's /tmp\n";
-close $fh;
-open $fh, '>', "$out/tmp.sh" or die;
-print $fh <<"SH";
+spit("$tmp/marker", "from the host's /tmp\n");
+spit("$out/tmp.sh", <<"SH");
 echo "marker=\$(cat $tmp/marker)"
 echo "job=\$VM_JOB"
 echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts)"
 echo ready
 sleep 300
 SH
-close $fh;
 my $pid = fork // die;
 if (!$pid) {
-    open STDIN, '<', '/dev/null';
-    open STDOUT, '>', "$out/term.out";
-    open STDERR, '>&', \*STDOUT;
-    $ENV{STAPXX_VM_LOCK} = "$R/build/vm.lock";    # still one VM at a time
-    exec "$tmp/util/vm-run", '--timeout', '600', "$out/tmp.sh" or die;
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>', "$out/term.out";
+	open STDERR, '>&', \*STDOUT;
+	$ENV{STAPXX_VM_LOCK} = "$ROOT/build/vm.lock";    # still one VM at a time
+	exec "$tmp/util/vm-run", '--timeout', '600', "$out/tmp.sh" or die;
 }
 my $ready;
 for (1 .. 1800) {    # other tests' VMs may hold build/vm.lock
-    $ready = (VM::slurp("$out/term.out") // '') =~ /^ready$/m and last;
-    select undef, undef, undef, 0.5;
+	$ready = (slurp("$out/term.out") // '') =~ /^ready$/m and last;
+	select undef, undef, undef, 0.5;
 }
 ok $ready, 'the job streams its output while it runs';
 kill 'TERM', $pid;
 waitpid $pid, 0;
 is $? >> 8, 143, 'SIGTERM: vm-run exits 143';
-$log = VM::slurp("$out/term.out") // '';
+$log = slurp("$out/term.out") // '';
 %v = $log =~ /^(\w+)=(.*)$/mg;
 is $v{marker}, "from the host's /tmp", 'a checkout under /tmp stays visible over the tmpfs';
 like $v{job}, qr{^\Q$tmp\E/build/vm/jobs/}, '... and its job dir works';
@@ -138,12 +133,12 @@ ok $qemu, 'SIGTERM: vm-run says it stopped the VM' or diag $log;
 ok $qemu && !kill(0, $qemu), '... and qemu is gone';
 
 # --- timeout ---
-open $fh, '>', "$out/slow.sh" or die;
-print $fh "echo started\nsleep 300\n";
-close $fh;
-($st, $log) = VM::capture($out, $run, '--timeout', '10', "$out/slow.sh");
-is $st >> 8, 1, 'timeout: exit 1';
-like $log, qr/^started$/m, 'timeout: the output so far is shown';
-like $log, qr/error: the job timed out after 10 s \(--timeout\)/, 'timeout: said';
+# 30 s: the guest boots in about 8 s on a quiet machine, 20 s on a loaded one,
+# and the job must have started for its output to be shown.
+spit("$out/slow.sh", "echo started\nsleep 300\n");
+($st, $log) = run_cmd($in_out, $run, '--timeout', '30', "$out/slow.sh");
+is $st, 1, 'timeout: exit 1';
+like $log, qr/^started$/m, 'timeout: the output so far is shown' or diag $log;
+like $log, qr/error: the job timed out after 30 s \(--timeout\)/, 'timeout: said';
 
 done_testing;

@@ -1,15 +1,17 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # End to end in the VM (one boot): timer.profile reads of a debug LuaJIT's
 # user memory with zero faults (and the faults the runtime fix removes),
 # LuaJIT's vmstate through DWARF offsets on GC64 and non-GC64 builds, and
 # the debug nginx serving a content_by_lua_block request.
 use strict;
 use warnings;
-use Test::More;
-use lib 't/lib';
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
 use VM;
+use Test::More;
 
-my $R = $VM::ROOT;
 my $vm = VM->new;
 
 # --- modules (built on the host) ---
@@ -19,55 +21,51 @@ ok $prof, 'prof module builds';
 # the same module on a runtime with only fix 1: shows what fix 2 is for
 my $fixed_rt;
 {
-    # (a script stap rejects in pass 1: only the runtime decision is wanted)
-    my ($st, $log) = VM::capture($vm->out, "$R/stap++", '-v', '-p4', '-r', $vm->krel,
-        '-m', 'which_runtime', '-e', 'probe begin {');
-    ($fixed_rt) = $log =~ /patched SystemTap runtime '([^']+)'/;
-    ok $fixed_rt && -d $fixed_rt, 'stap++ -v names the patched runtime' or diag $log;
+	# (a script stap rejects in pass 1: only the runtime decision is wanted)
+	my ($st, $log) = run_cmd({ cwd => $vm->out, merge => 1 }, "$ROOT/stap++", '-v', '-p4', '-r', $vm->krel,
+		'-m', 'which_runtime', '-e', 'probe begin {');
+	($fixed_rt) = $log =~ /patched SystemTap runtime '([^']+)'/;
+	ok $fixed_rt && -d $fixed_rt, 'stap++ -v names the patched runtime' or diag $log;
 }
 my $nofix2;
 if ($fixed_rt) {
-    my $rt = $vm->out . '/runtime-fix1-only';
-    system('cp', '-a', $fixed_rt, $rt) == 0 or die "cp: $?";
-    my $f = "$rt/linux/addr-map.c";
-    open my $in, '<', $f or die "$f: $!";
-    my $text = do { local $/; <$in> };
-    close $in;
-    my $n = $text =~ s{/\* stap\+\+ runtime fix 2:.*?#endif\n}{}s;
-    is $n, 1, 'fix 2 removed from a copy of the patched runtime';
-    open my $out, '>', $f or die "$f: $!";
-    print $out $text;
-    close $out;
-    $nofix2 = $vm->build('prof_nofix2', 't/fixtures/vm/prof.sxx',
-                         exec => 'build/luajit-gc64/bin/luajit', args => ['-R', $rt]);
-    ok $nofix2, 'prof module builds on the fix-1-only runtime';
+	my $rt = $vm->out . '/runtime-fix1-only';
+	system('cp', '-a', $fixed_rt, $rt) == 0 or die "cp: $?";
+	my $f = "$rt/linux/addr-map.c";
+	my $text = slurp($f) // die "$f: $!";
+	my $n = $text =~ s{/\* stap\+\+ runtime fix 2:.*?#endif\n}{}s;
+	is $n, 1, 'fix 2 removed from a copy of the patched runtime';
+	spit($f, $text);
+	$nofix2 = $vm->build('prof_nofix2', 't/fixtures/vm/prof.sxx',
+	                     exec => 'build/luajit-gc64/bin/luajit', args => ['-R', $rt]);
+	ok $nofix2, 'prof module builds on the fix-1-only runtime';
 }
 
 my %vmstate;
 for my $b (qw(gc64 nogc64)) {
-    $vmstate{$b} = $vm->build("vmstate_$b", 't/fixtures/vm/vmstate.sxx',
-                              exec => "build/luajit-$b/bin/luajit");
-    ok $vmstate{$b}, "vmstate module builds for build/luajit-$b";
+	$vmstate{$b} = $vm->build("vmstate_$b", 't/fixtures/vm/vmstate.sxx',
+	                          exec => "build/luajit-$b/bin/luajit");
+	ok $vmstate{$b}, "vmstate module builds for build/luajit-$b";
 }
 
 # --- cases (one boot) ---
-my $busy = "$R/t/fixtures/vm/busy.lua";
-$vm->case(prof => VM::staprun_sh(target => "$R/build/luajit-gc64/bin/luajit $busy",
+my $busy = "$ROOT/t/fixtures/vm/busy.lua";
+$vm->case(prof => VM::staprun_sh(target => "$ROOT/build/luajit-gc64/bin/luajit $busy",
                                  module => 'prof.ko'), files => [$prof]) if $prof;
-$vm->case(prof_nofix2 => VM::staprun_sh(target => "$R/build/luajit-gc64/bin/luajit $busy",
-                                        module => 'prof_nofix2.ko'), files => [$nofix2]) if $nofix2;
+$vm->case(prof_nofix2 => VM::staprun_sh(target => "$ROOT/build/luajit-gc64/bin/luajit $busy",
+										module => 'prof_nofix2.ko'), files => [$nofix2]) if $nofix2;
 for my $b (qw(gc64 nogc64)) {
-    next unless $vmstate{$b};
-    $vm->case("vmstate_${b}_interp" => VM::staprun_sh(
-        target => "$R/build/luajit-$b/bin/luajit -joff $busy", module => "vmstate_$b.ko"),
-        files => [$vmstate{$b}]);
-    $vm->case("vmstate_${b}_jit" => VM::staprun_sh(
-        target => "$R/build/luajit-$b/bin/luajit $busy", module => "vmstate_$b.ko"),
-        files => [$vmstate{$b}]);
+	next unless $vmstate{$b};
+	$vm->case("vmstate_${b}_interp" => VM::staprun_sh(
+		target => "$ROOT/build/luajit-$b/bin/luajit -joff $busy", module => "vmstate_$b.ko"),
+		files => [$vmstate{$b}]);
+	$vm->case("vmstate_${b}_jit" => VM::staprun_sh(
+		target => "$ROOT/build/luajit-$b/bin/luajit $busy", module => "vmstate_$b.ko"),
+		files => [$vmstate{$b}]);
 }
 $vm->case(nginx => <<"SH");
 mkdir -p logs
-$R/build/nginx/sbin/nginx -p "\$CASE" -c $R/t/fixtures/vm/nginx.conf &
+$ROOT/build/nginx/sbin/nginx -p "\$CASE" -c $ROOT/t/fixtures/vm/nginx.conf &
 for i in \$(seq 1 100); do
     curl -s -o body.txt -w '%{http_code}\\n' http://127.0.0.1:8080/lua > code.txt 2>/dev/null && break
     sleep 0.2
@@ -85,50 +83,50 @@ my $c = $r->{cases};
 
 # prof: every read from timer.profile succeeds
 if ($prof) {
-    my $o = $c->{prof}{output};
-    is $c->{prof}{status}, 0, 'staprun prof: status 0' or diag $o;
-    my %v = $o =~ /(\w+)=(\d+)/g;
-    is $v{samples}, 200, 'prof: 200 samples of the target';
-    is $v{stack_reads}, 200, 'prof: every user stack read succeeded';
-    ok(($v{stack_nonzero} // 0) > 0, 'prof: stack words read are real data');
-    is $v{globalL_nonzero}, 200, 'prof: @var("globalL") read non-NULL in every sample';
-    is $v{faults}, 0, 'prof: zero faults' or diag $o;
+	my $o = $c->{prof}{output};
+	is $c->{prof}{status}, 0, 'staprun prof: status 0' or diag $o;
+	my %v = $o =~ /(\w+)=(\d+)/g;
+	is $v{samples}, 200, 'prof: 200 samples of the target';
+	is $v{stack_reads}, 200, 'prof: every user stack read succeeded';
+	ok(($v{stack_nonzero} // 0) > 0, 'prof: stack words read are real data');
+	is $v{globalL_nonzero}, 200, 'prof: @var("globalL") read non-NULL in every sample';
+	is $v{faults}, 0, 'prof: zero faults' or diag $o;
 }
 if ($nofix2) {
-    my %v = $c->{prof_nofix2}{output} =~ /(\w+)=(\d+)/g;
-    ok(($v{faults} // 0) > 0 && ($v{stack_reads} // 1) == 0,
-       'without runtime fix 2 the same reads all fault') or diag $c->{prof_nofix2}{output};
+	my %v = $c->{prof_nofix2}{output} =~ /(\w+)=(\d+)/g;
+	ok(($v{faults} // 0) > 0 && ($v{stack_reads} // 1) == 0,
+	   'without runtime fix 2 the same reads all fault') or diag $c->{prof_nofix2}{output};
 }
 
 # vmstate via @offsetof/@sizeof/@has_member/@enum on both builds
 my %layout;
 for my $b (qw(gc64 nogc64)) {
-    next unless $vmstate{$b};
-    for my $mode (qw(interp jit)) {
-        my $o = $c->{"vmstate_${b}_$mode"}{output};
-        my %v = $o =~ /(\w+)=(\d+)/g;
-        is $c->{"vmstate_${b}_$mode"}{status}, 0, "vmstate $b $mode: staprun status 0" or diag $o;
-        is $v{samples}, 200, "vmstate $b $mode: 200 samples" or diag $o;
-        is $v{faults}, 0, "vmstate $b $mode: zero faults";
-        is $v{bad}, 0, "vmstate $b $mode: no impossible vmstate value";
-        is $v{gc64}, ($b eq 'gc64' ? 1 : 0), "vmstate $b: GC64 detected from DWARF";
-        if ($mode eq 'interp') {
-            ok $v{interp} >= 150, "vmstate $b -joff: mostly in the interpreter" or diag $o;
-            is $v{trace}, 0, "vmstate $b -joff: never in a trace";
-        } else {
-            ok $v{trace} >= 150, "vmstate $b JIT on: mostly in compiled traces" or diag $o;
-        }
-        $layout{$b} = "$v{sizeof_MRef}/$v{offsetof_glref}/$v{offsetof_vmstate}";
-    }
+	next unless $vmstate{$b};
+	for my $mode (qw(interp jit)) {
+		my $o = $c->{"vmstate_${b}_$mode"}{output};
+		my %v = $o =~ /(\w+)=(\d+)/g;
+		is $c->{"vmstate_${b}_$mode"}{status}, 0, "vmstate $b $mode: staprun status 0" or diag $o;
+		is $v{samples}, 200, "vmstate $b $mode: 200 samples" or diag $o;
+		is $v{faults}, 0, "vmstate $b $mode: zero faults";
+		is $v{bad}, 0, "vmstate $b $mode: no impossible vmstate value";
+		is $v{gc64}, ($b eq 'gc64' ? 1 : 0), "vmstate $b: GC64 detected from DWARF";
+		if ($mode eq 'interp') {
+			ok $v{interp} >= 150, "vmstate $b -joff: mostly in the interpreter" or diag $o;
+			is $v{trace}, 0, "vmstate $b -joff: never in a trace";
+		} else {
+			ok $v{trace} >= 150, "vmstate $b JIT on: mostly in compiled traces" or diag $o;
+		}
+		$layout{$b} = "$v{sizeof_MRef}/$v{offsetof_glref}/$v{offsetof_vmstate}";
+	}
 }
 isnt $layout{gc64}, $layout{nogc64}, "different layouts resolved per build ($layout{gc64} vs $layout{nogc64})"
-    if $vmstate{gc64} && $vmstate{nogc64};
+	if $vmstate{gc64} && $vmstate{nogc64};
 
 # nginx + lua
 my $o = $c->{nginx}{output};
 like $o, qr/^200$/m, 'nginx: GET /lua answers 200' or diag $o;
 like $o, qr/^lua says 5050 from LuaJIT 2\.1\S* in worker \d+ with resty\.core loaded$/m,
-    'nginx: content_by_lua_block ran, with resty.core and resty.lrucache';
+	'nginx: content_by_lua_block ran, with resty.core and resty.lrucache';
 unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'nginx: no errors in error.log';
 
 done_testing;

@@ -1,39 +1,41 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # util/flamegraph: well-formed SVG (xmllint), one <g><title><rect> per frame,
 # widths proportional to counts (parsed back), options, colors by frame kind,
 # --reverse, --inverted, --diff, determinism.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
 use Test::More;
-use File::Path qw(make_path);
 
+chdir($ROOT) or die "$ROOT: $!";    # the commands below name files relative to it
 my $fg = 'util/flamegraph';
-my $out = 't/out/51-flamegraph';
-make_path($out);
+my $out = scratch('51-flamegraph');
 ok(-x $fg, "$fg is built") or BAIL_OUT("run make first");
 
-sub slurp { my $f = shift; open my $fh, '<', $f or die "$f: $!"; local $/; <$fh> }
-sub write_file { my ($f, $s) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $s; close $fh; }
+# util/flamegraph ARGS (shell words) into $out/NAME.svg, checked with xmllint.
 sub svg {
-    my ($name, @args) = @_;
-    system("$fg @args > $out/$name.svg 2> $out/$name.err");
-    is($? >> 8, 0, "flamegraph @args: exit 0") or diag slurp("$out/$name.err");
-    system("xmllint --noout $out/$name.svg 2> $out/$name.xmllint");
-    is($?, 0, "$name.svg is well-formed XML") or diag slurp("$out/$name.xmllint");
-    return slurp("$out/$name.svg");
+	my ($name, @args) = @_;
+	system("$fg @args > $out/$name.svg 2> $out/$name.err");
+	is($? >> 8, 0, "flamegraph @args: exit 0") or diag slurp("$out/$name.err");
+	system("xmllint --noout $out/$name.svg 2> $out/$name.xmllint");
+	is($?, 0, "$name.svg is well-formed XML") or diag slurp("$out/$name.xmllint");
+	return slurp("$out/$name.svg");
 }
 # Frames parsed back: name, count, pct, x, y, width, fill, label.
 sub frames {
-    my ($svg) = @_;
-    my @f;
-    while ($svg =~ m{<g><title>(.*?) \(([\d,]+) (\w+), ([\d.]+)%(.*?)\)</title><rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="(\d+)" fill="([^"]+)"[^>]*/>(?:<text[^>]*>(.*?)</text>)?</g>}g) {
-        my %f = (name => $1, count => $2, unit => $3, pct => $4, extra => $5, x => $6,
-                 y => $7, w => $8, h => $9, fill => $10, label => $11);
-        $f{count} =~ s/,//g;
-        for ($f{name}) { s/&lt;/</g; s/&gt;/>/g; s/&amp;/&/g; }
-        push @f, \%f;
-    }
-    return @f;
+	my ($svg) = @_;
+	my @f;
+	while ($svg =~ m{<g><title>(.*?) \(([\d,]+) (\w+), ([\d.]+)%(.*?)\)</title><rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="(\d+)" fill="([^"]+)"[^>]*/>(?:<text[^>]*>(.*?)</text>)?</g>}g) {
+		my %f = (name => $1, count => $2, unit => $3, pct => $4, extra => $5, x => $6,
+		         y => $7, w => $8, h => $9, fill => $10, label => $11);
+		$f{count} =~ s/,//g;
+		for ($f{name}) { s/&lt;/</g; s/&gt;/>/g; s/&amp;/&/g; }
+		push @f, \%f;
+	}
+	return @f;
 }
 
 my $svg = svg('basic', 't/fixtures/flame/stacks.folded');
@@ -45,11 +47,11 @@ my ($all) = grep { $_->{name} eq 'all' } @f;
 is($all->{count}, 52, 'root counts every sample');
 cmp_ok($all->{w}, '==', 1180, 'root spans width - 2 * 10');
 for my $f (@f) {
-    my $want = $f->{count} / 52 * 1180;
-    ok(abs($f->{w} - $want) < 0.02, "width of $f->{name} ($f->{w}) ~ $want");
-    is($f->{pct}, sprintf('%.2f', 100 * $f->{count} / 52), "percentage of $f->{name}");
-    is($f->{unit}, 'samples', 'countname default');
-    is($f->{h}, 15, 'frame height 16 - 1 gap');
+	my $want = $f->{count} / 52 * 1180;
+	ok(abs($f->{w} - $want) < 0.02, "width of $f->{name} ($f->{w}) ~ $want");
+	is($f->{pct}, sprintf('%.2f', 100 * $f->{count} / 52), "percentage of $f->{name}");
+	is($f->{unit}, 'samples', 'countname default');
+	is($f->{h}, 15, 'frame height 16 - 1 gap');
 }
 # Frames of one stack stack up: child directly above its parent, inside it.
 my ($foo) = grep { $_->{name} eq 'test.lua:foo' } @f;
@@ -125,8 +127,8 @@ is_deeply(\%depth1, { 'C:lj_BC_IFORL' => 32, 'trace#3:test.lua:5' => 15, 'main' 
                       '[string "a;b\\c"]:1' => 1 }, '--reverse: leaves at the bottom');
 
 # --diff: widths from AFTER, color by change.
-write_file("$out/before.folded", "main;foo;heavy 30\nmain;bar;heavy 30\nmain;gone 10\n");
-write_file("$out/after.folded",  "main;foo;heavy 60\nmain;bar;heavy 30\nmain;new 10\n");
+spit("$out/before.folded", "main;foo;heavy 30\nmain;bar;heavy 30\nmain;gone 10\n");
+spit("$out/after.folded",  "main;foo;heavy 60\nmain;bar;heavy 30\nmain;new 10\n");
 $svg = svg('diff', '--diff', "$out/before.folded", "$out/after.folded");
 @f = frames($svg);
 my %d = map { ($_->{name} eq 'heavy' ? "heavy\@$_->{x}" : $_->{name}) => $_ } @f;

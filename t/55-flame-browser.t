@@ -1,4 +1,5 @@
 #!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A real browser: Debian's chromium (headless, network closed), driven by
 # playwright-core (build/node, installed by make deps), loads a generated
 # flame graph, hovers, clicks a frame to zoom, resets, searches by regex and
@@ -6,28 +7,27 @@
 # network request.  Screenshots: t/out/55-flame-browser/*.png.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
 use Test::More;
-use File::Path qw(make_path rmtree);
 use JSON::PP;
 
-my $out = 't/out/55-flame-browser';
-rmtree($out);
-make_path($out);
+chdir($ROOT) or die "$ROOT: $!";    # the commands below name files relative to it
+my $out = scratch('55-flame-browser');
 ok(-x '/usr/bin/chromium', '/usr/bin/chromium installed (make deps)');
 ok(-d 'build/node/node_modules/playwright-core', 'playwright-core installed (make deps)');
 
 # The seed app's shape: main -> foo -> heavy (2/3), main -> bar -> heavy (1/3).
-open my $fh, '>', "$out/in.txt" or die;
-print $fh "C:lj_BC_IFORL\ntest.lua:heavy\ntest.lua:foo\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t40\n\n",
-          "trace#2:test.lua:4\ntest.lua:heavy\ntest.lua:foo\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t26\n\n",
-          "trace#2:test.lua:4\ntest.lua:heavy\ntest.lua:bar\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t33\n\n",
-          "C:ngx_http_lua_ngx_say\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t1\n\n";
-close $fh;
+spit("$out/in.txt", "C:lj_BC_IFORL\ntest.lua:heavy\ntest.lua:foo\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t40\n\n" .
+                    "trace#2:test.lua:4\ntest.lua:heavy\ntest.lua:foo\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t26\n\n" .
+                    "trace#2:test.lua:4\ntest.lua:heavy\ntest.lua:bar\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t33\n\n" .
+                    "C:ngx_http_lua_ngx_say\ntest.lua:main\ncontent_by_lua(nginx.conf:24)\n\t1\n\n");
 system("util/fold $out/in.txt > $out/in.folded && util/flamegraph --title 'seed app' $out/in.folded > $out/graph.svg");
 is($?, 0, 'fold + flamegraph');
 
 my $json = `node t/browser/flamegraph.js $out/graph.svg $out test.lua:foo test.lua:bar 'heavy\$' 2> $out/node.err`;
-is($? >> 8, 0, 'browser script ran') or diag `cat $out/node.err`;
+is($? >> 8, 0, 'browser script ran') or diag slurp("$out/node.err");
 my $r = eval { decode_json($json) } or do { fail("JSON from the browser: $@"); done_testing; exit };
 
 is_deeply($r->{errors}, [], 'no JavaScript errors');
@@ -69,6 +69,6 @@ ok(!(grep { $_->{fill} eq 'rgb(230,0,230)' } @{$r->{reset}{frames}}), 'reset sea
 is($r->{badRegex}{matched}, 'invalid regular expression', 'bad regex: message, no exception');
 is(scalar @{$r->{dialogs}}, 2, 'two search prompts');
 for my $png (qw(initial zoomed search)) {
-    ok(-s "$out/$png.png" > 1000, "screenshot $png.png");
+	ok(-s "$out/$png.png" > 1000, "screenshot $png.png");
 }
 done_testing;

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* flame.c - see flame.h. */
 #include "flame.h"
+#include "../lib/strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,33 +13,6 @@
 #include <unistd.h>
 
 /* ---- errors ---------------------------------------------------------- */
-
-static const char *progname = "flame";
-
-void flame_set_program(const char *name)
-{
-	progname = name;
-	error_set_location(progname, 0);
-}
-
-const char *flame_program(void)
-{
-	return progname;
-}
-
-void flame_usage_die(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	error_set_location(progname, 0);
-	error("%s", msg);
-	hint("see '%s --help'", progname);
-	exit(EXIT_USAGE);
-}
 
 /* "FILE:LINE: error: MSG", exit 1. */
 static NORETURN PRINTF_LIKE(3, 4)
@@ -75,6 +50,13 @@ static const char *quote(const char *s, size_t len)
 
 /* ---- arena ----------------------------------------------------------- */
 
+/* Arena chunk size (bigger for larger requests).  The fuzz target builds
+ * with a small one, so its small inputs reach the chunk-chaining path and
+ * do not map 1 MiB per table under ASan. */
+#ifndef FLAME_CHUNK_SIZE
+#define FLAME_CHUNK_SIZE ((size_t)1 << 20)
+#endif
+
 struct flame_chunk {
 	struct flame_chunk *next;
 	size_t used, size;
@@ -86,7 +68,7 @@ static char *arena_alloc(struct flame_table *t, size_t n)
 	struct flame_chunk *c = t->arena;
 
 	if (!c || c->size - c->used < n) {
-		size_t size = n > (1u << 20) ? n : (1u << 20);
+		size_t size = n > FLAME_CHUNK_SIZE ? n : FLAME_CHUNK_SIZE;
 		c = xmalloc(sizeof *c + size);
 		c->size = size;
 		c->used = 0;
@@ -232,23 +214,6 @@ void flame_table_free(struct flame_table *t)
 	memset(t, 0, sizeof *t);
 }
 
-/* Growable scratch buffer for building keys. */
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static void buf_reserve(struct buf *b, size_t n)
-{
-	if (b->cap - b->len < n) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap - b->len < n)
-			cap *= 2;
-		b->p = xrealloc(b->p, cap);
-		b->cap = cap;
-	}
-}
-
 void flame_reverse(struct flame_table *t)
 {
 	struct flame_table r = {0};
@@ -259,21 +224,21 @@ void flame_reverse(struct flame_table *t)
 		const struct flame_stack *s = &t->items[i];
 		const char *end, *p;
 		b.len = 0;
-		buf_reserve(&b, s->len);
+		buf_grow(&b, s->len);
 		end = s->key + s->len;
 		/* Copy frames from last to first. */
 		while (end > s->key) {
 			for (p = end; p > s->key && p[-1] != FLAME_SEP; p--)
 				;
 			if (b.len)
-				b.p[b.len++] = FLAME_SEP;
-			memcpy(b.p + b.len, p, (size_t)(end - p));
+				b.s[b.len++] = FLAME_SEP;
+			memcpy(b.s + b.len, p, (size_t)(end - p));
 			b.len += (size_t)(end - p);
 			end = p > s->key ? p - 1 : p;
 		}
-		flame_add(&r, b.p, b.len, s->count);
+		flame_add(&r, b.s, b.len, s->count);
 	}
-	free(b.p);
+	buf_free(&b);
 	flame_table_free(t);
 	*t = r;
 }
@@ -287,63 +252,41 @@ void flame_write_folded(FILE *out, const char *key, size_t len, uint64_t count)
 
 	/* Worst case: every byte escaped, plus " COUNT\n". */
 	b.len = 0;
-	buf_reserve(&b, 2 * len + 32);
+	buf_grow(&b, 2 * len + 32);
 	for (; key < end; key++) {
 		char c = *key;
 		if (c == FLAME_SEP) {
 			c = ';';
 		} else if (c == ';' || c == '\\') {
-			b.p[b.len++] = '\\';
+			b.s[b.len++] = '\\';
 		}
-		b.p[b.len++] = c;
+		b.s[b.len++] = c;
 	}
-	b.len += (size_t)snprintf(b.p + b.len, 32, " %" PRIu64 "\n", count);
-	fwrite_unlocked(b.p, 1, b.len, out);
+	b.len += (size_t)snprintf(b.s + b.len, 32, " %" PRIu64 "\n", count);
+	fwrite_unlocked(b.s, 1, b.len, out);
 }
 
 void flame_close_output(FILE *out, const char *what)
 {
-	error_set_location(progname, 0);
+	error_clear_location();
 	if (fflush(out) || ferror(out))
 		die("cannot write %s: %s", what, strerror(errno ? errno : EIO));
 }
 
 /* ---- reading --------------------------------------------------------- */
 
-/* Read all of FD; the caller frees.  Adds a terminating '\n' + NUL. */
+/* Read all of FD (NAME for messages); the caller frees.  Adds a
+ * terminating '\n' (unless empty) and the NUL. */
 static char *slurp(int fd, const char *name, size_t *len)
 {
-	size_t cap = 1 << 16, n = 0;
-	struct stat st;
-	char *p;
+	struct buf b = {0};
 
-	/* A regular file is read into one buffer of its size (+ room to see
-	 * the end and add "\n\0"). */
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (size_t)st.st_size + 8192 > cap)
-		cap = (size_t)st.st_size + 8192;
-	p = xmalloc(cap);
-
-	for (;;) {
-		ssize_t r;
-		if (cap - n < 4096) {
-			cap *= 2;
-			p = xrealloc(p, cap);
-		}
-		r = read(fd, p + n, cap - n - 2);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			die("cannot read '%s': %s", name, strerror(errno));
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n && p[n - 1] != '\n')
-		p[n++] = '\n';
-	p[n] = '\0';
-	*len = n;
-	return p;
+	if (buf_read_fd(&b, fd) < 0)
+		die("cannot read '%s': %s", name, strerror(errno));
+	if (b.len && b.s[b.len - 1] != '\n')
+		buf_addc(&b, '\n');
+	*len = b.len;
+	return buf_steal(&b);
 }
 
 struct reader {
@@ -373,26 +316,54 @@ static char *next_line(struct reader *r, size_t *len)
 	n = (size_t)(e - s);
 	if (n && s[n - 1] == '\r')
 		n--;
-	/* Control bytes other than tab are binary data.  Test 8 bytes at a
-	 * time for a byte < 0x20 or == 0x7f, then look closer. */
-	for (i = 0; i < n; i += 8) {
-		const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-		uint64_t w = 0, d;
-		size_t k, m = n - i < 8 ? n - i : 8;
-		memset(&w, 'a', sizeof w);
-		memcpy(&w, s + i, m);
-		d = w ^ (0x7f * ones);
-		if (!(((w - 0x20 * ones) & ~w & high) | ((d - ones) & ~d & high)))
-			continue;
-		for (k = i; k < i + m; k++) {
-			unsigned char c = (unsigned char)s[k];
-			if ((c < 0x20 && c != '\t') || c == 0x7f)
-				input_die(r->name, r->lineno,
-					  "binary data (byte 0x%02x in column %zu)", c, k + 1);
-		}
-	}
+	/* A NUL byte is binary data; other control bytes are escaped in
+	 * frames (add_frame). */
+	for (i = 0; i < n; i++)
+		if (!s[i])
+			input_die(r->name, r->lineno,
+				  "binary data (byte 0x00 in column %zu)", i + 1);
 	*len = n;
 	return s;
+}
+
+static int is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/* Append the N bytes of frame S to B, every control byte shown visibly:
+ * "\t", "\n", "\r", else "\xHH" (so FLAME_SEP and tabs never occur
+ * inside a frame, and no frame can forge a count line). */
+static void add_frame(struct buf *b, const char *s, size_t n)
+{
+	size_t i;
+
+	buf_grow(b, n + 1);
+	for (i = 0; i < n && !is_ctl((unsigned char)s[i]); i++)
+		;
+	if (i == n) {		/* the usual case */
+		memcpy(b->s + b->len, s, n);
+		b->len += n;
+		return;
+	}
+	buf_grow(b, 4 * n + 1);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!is_ctl(c))
+			b->s[b->len++] = (char)c;
+		else if (c == '\t' || c == '\n' || c == '\r')
+			b->len += (size_t)sprintf(b->s + b->len, "\\%c",
+						  c == '\t' ? 't' : c == '\n' ? 'n' : 'r');
+		else
+			b->len += (size_t)sprintf(b->s + b->len, "\\x%02x", c);
+	}
+}
+
+/* A "# stap++ ..." line: what the input says about itself (util/pprof
+ * reads it); the stack readers pass over it like an empty line. */
+static int header_line(const char *s, size_t n)
+{
+	return n >= 8 && !memcmp(s, "# stap++", 8) && (n == 8 || s[8] == ' ' || s[8] == '\t');
 }
 
 static int blank(const char *s, size_t n)
@@ -530,7 +501,7 @@ static size_t read_blocks(struct reader *r)
 	const char *s;
 
 	while ((s = next_line(r, &n))) {
-		if (blank(s, n)) {
+		if (blank(s, n) || header_line(s, n)) {
 			if (r->nframes)
 				input_die(r->name, r->lineno,
 					  "the stack that starts on line %zu has no count line"
@@ -551,13 +522,11 @@ static size_t read_blocks(struct reader *r)
 					  "count %" PRIu64 " without a stack above it", count);
 			r->key.len = 0;
 			for (i = r->nframes; i-- > 0;) {
-				buf_reserve(&r->key, r->fl[i] + 1);
-				memcpy(r->key.p + r->key.len, r->fp[i], r->fl[i]);
-				r->key.len += r->fl[i];
+				add_frame(&r->key, r->fp[i], r->fl[i]);
 				if (i)
-					r->key.p[r->key.len++] = FLAME_SEP;
+					r->key.s[r->key.len++] = FLAME_SEP;
 			}
-			flame_add(r->t, r->key.p, r->key.len, count);
+			flame_add(r->t, r->key.s, r->key.len, count);
 			r->nframes = 0;
 			records++;
 			continue;
@@ -584,7 +553,7 @@ static size_t read_folded(struct reader *r)
 		size_t frame;
 		uint64_t count;
 
-		if (blank(s, n))
+		if (blank(s, n) || header_line(s, n))
 			continue;
 		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 			n--;
@@ -597,9 +566,10 @@ static size_t read_folded(struct reader *r)
 				  quote(s, n));
 		count = parse_count(r, sp, (size_t)(s + n - sp));
 		end = sp - 1;
-		/* Unescape into r->key, frames separated by FLAME_SEP. */
+		/* Unescape into r->key, frames separated by FLAME_SEP, control
+		 * bytes escaped (add_frame). */
 		r->key.len = frame = 0;
-		buf_reserve(&r->key, (size_t)(end - s) + 1);
+		buf_grow(&r->key, (size_t)(end - s) + 1);
 		for (in = s; in < end; in++) {
 			char c = *in;
 			if (c == '\\' && in + 1 < end && (in[1] == ';' || in[1] == '\\')) {
@@ -610,39 +580,37 @@ static size_t read_folded(struct reader *r)
 						  quote(s, (size_t)(end - s)));
 				c = FLAME_SEP;
 				frame = r->key.len + 1;
+			} else if (is_ctl((unsigned char)c)) {
+				add_frame(&r->key, in, 1);
+				buf_grow(&r->key, (size_t)(end - in) + 1);
+				continue;
 			}
-			r->key.p[r->key.len++] = c;
+			r->key.s[r->key.len++] = c;
 		}
 		if (r->key.len == frame)
 			input_die(r->name, r->lineno, "empty frame in stack '%s'",
 				  quote(s, (size_t)(end - s)));
-		flame_add(r->t, r->key.p, r->key.len, count);
+		flame_add(r->t, r->key.s, r->key.len, count);
 		records++;
 	}
 	return records;
 }
 
-size_t flame_read(struct flame_table *t, const char *path)
+/* Read the LEN bytes of TEXT (ending in '\n') as lines FIRST_LINE... of
+ * NAME into T. */
+static size_t read_text(struct flame_table *t, const char *name, size_t first_line,
+			char *text, size_t len)
 {
 	struct reader r = {0};
-	size_t len, records, n;
-	int fd, blocks = 0;
+	size_t records, n;
+	int blocks = 0;
 	const char *s;
 
 	r.t = t;
-	if (!strcmp(path, "-")) {
-		fd = 0;
-		r.name = "<stdin>";
-	} else {
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			die("cannot open '%s': %s", path, strerror(errno));
-		r.name = path;
-	}
-	r.text = slurp(fd, path, &len);
-	if (fd)
-		close(fd);
-	r.end = r.text + len;
+	r.name = name;
+	r.text = text;
+	r.end = text + len;
+	r.lineno = first_line ? first_line - 1 : 0;
 
 	/* A count line anywhere means stack blocks; else folded lines. */
 	for (r.pos = r.text; r.pos < r.end;) {
@@ -663,10 +631,44 @@ size_t flame_read(struct flame_table *t, const char *path)
 		error_set_location(r.name, 0);
 		die("no stacks in input (%s)", len ? "only empty lines" : "empty file");
 	}
-	error_set_location(progname, 0);
-	free(r.text);
-	free(r.key.p);
+	error_clear_location();
+	buf_free(&r.key);
 	free(r.fp);
 	free(r.fl);
+	return records;
+}
+
+size_t flame_read(struct flame_table *t, const char *path)
+{
+	size_t len, records;
+	const char *name = "<stdin>";
+	char *text;
+	int fd = 0;
+
+	if (strcmp(path, "-")) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die("cannot open '%s': %s", path, strerror(errno));
+		name = path;
+	}
+	text = slurp(fd, path, &len);
+	if (fd)
+		close(fd);
+	records = read_text(t, name, 1, text, len);
+	free(text);
+	return records;
+}
+
+size_t flame_read_mem(struct flame_table *t, const char *name, size_t first_line,
+		      const char *text, size_t len)
+{
+	struct buf b = {0};
+	size_t records;
+
+	buf_add(&b, text, len);
+	if (b.len && b.s[b.len - 1] != '\n')
+		buf_addc(&b, '\n');
+	records = read_text(t, name, first_line, b.s ? b.s : (char *)"", b.len);
+	buf_free(&b);
 	return records;
 }

@@ -1,11 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * flame.h - code shared by util/fold and util/flamegraph: reading stack
- * samples, the table of distinct stacks, the folded text format, and
- * error reporting with the program name or FILE:LINE (through lib/error.h).
+ * samples, the table of distinct stacks and the folded text format.
+ * Errors go through lib/error.h: the program name comes from
+ * set_program_name(), bad input is reported as FILE:LINE.
  *
  * Internal form of a stack: its frames, root first, joined by FLAME_SEP
- * (a byte that can never be part of a frame: control bytes are rejected as
- * binary data), NUL-terminated.  Frames hold their bytes exactly as they
+ * (a byte that can never be part of a frame: control bytes are escaped,
+ * see below), NUL-terminated.  Frames hold their bytes exactly as they
  * were sampled; ';' and '\' have no special meaning inside them.  Because
  * FLAME_SEP sorts below every byte a frame may contain, strcmp() on the
  * internal form orders stacks frame by frame: every stack under one frame
@@ -27,10 +29,20 @@
  *     "MODULE+0xOFF" (MODULE's basename).  Other frame lines are kept
  *     byte for byte (a trailing '\r' is dropped).
  *   - folded lines, as described above (a file without any count line).
+ * In both, a line starting with "# stap++" (followed by a space, a tab or
+ * nothing) is a header: what the input says about itself (type=, hz=,
+ * profile start=; see docs/pprof.md).  The readers pass over it like an
+ * empty line; util/pprof reads it.
+ * Control bytes in a frame (< 0x20 and 0x7f: a tab inside a frame line, an
+ * ESC, a '\r' that does not end the line) are shown visibly, as the
+ * samples print Lua-derived text: "\t", "\n", "\r", else "\xHH" (two
+ * lowercase hex digits); bytes from 0x80 up pass unchanged.  So no frame
+ * can forge a count line or break a parser downstream; only the count
+ * separator (the tab or space before the count) keeps its meaning.
  * Errors name FILE:LINE ("<stdin>" for standard input) and exit 1: a count
  * that is not a number or overflows, a stack without a count, a count
- * without frames, an empty frame, binary data (NUL or control bytes other
- * than tab), an input with no stacks at all.
+ * without frames, an empty frame, binary data (a NUL byte), an input with
+ * no stacks at all.
  */
 #ifndef STAPXX_FLAME_H
 #define STAPXX_FLAME_H
@@ -40,6 +52,7 @@
 #include <stdio.h>
 
 #include "../lib/error.h"
+#include "../lib/wrapper.h"
 
 #define FLAME_SEP '\001'
 
@@ -63,20 +76,17 @@ struct flame_table {
 	struct flame_chunk *arena;	/* memory for keys and input text */
 };
 
-/* Name the program ("fold", "flamegraph") for error messages: errors
- * outside an input line print "PROG: error: ...".  Call first. */
-void flame_set_program(const char *name);
-const char *flame_program(void);
-
-/* Report a usage error ("PROG: error: MSG", then "hint: see 'PROG --help'")
- * and exit(EXIT_USAGE).  Never returns. */
-NORETURN void flame_usage_die(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
 /* Read every stack of PATH ("-" = standard input) into T, adding counts of
  * stacks already there.  Dies with "FILE:LINE: error: ..." on bad input
  * (see above); an input without any stack is an error too.  Returns the
  * number of stack records read. */
 size_t flame_read(struct flame_table *t, const char *path);
+
+/* The same for the LEN bytes of TEXT (not changed; a missing final newline
+ * is supplied), named NAME in messages, whose first byte starts line
+ * FIRST_LINE of NAME (errors say NAME:LINE with the real line). */
+size_t flame_read_mem(struct flame_table *t, const char *name, size_t first_line,
+		      const char *text, size_t len);
 
 /* Add COUNT samples of the stack KEY (internal form, LEN bytes, copied).
  * Dies if the total overflows. */

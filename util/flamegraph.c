@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * flamegraph - draw stack samples as one self-contained interactive SVG.
  *
@@ -623,7 +624,7 @@ static long parse_long(const char *opt, const char *s, long min, long max)
 	long v = strtol(s, &end, 10);
 
 	if (!*s || *end || v < min || v > max)
-		flame_usage_die("%s '%s' is not a number from %ld to %ld", opt, s, min, max);
+		usage_die("%s '%s' is not a number from %ld to %ld", opt, s, min, max);
 	return v;
 }
 
@@ -638,7 +639,7 @@ int main(int argc, char **argv)
 	int opts = 1;
 	static char outbuf[1 << 16];
 
-	flame_set_program("flamegraph");
+	set_program_name("flamegraph");
 	for (i = 1; i < (size_t)argc; i++) {
 		const char *a = argv[i], *val = NULL, *eq;
 		char name[32];
@@ -666,9 +667,9 @@ int main(int argc, char **argv)
 			else if (i + 1 < (size_t)argc)
 				val = argv[++i];
 			else
-				flame_usage_die("option '%s' needs a value", name);
+				usage_die("option '%s' needs a value", name);
 		} else if (eq) {
-			flame_usage_die("option '%s' takes no value", name);
+			usage_die("option '%s' takes no value", name);
 		}
 		if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
 			fputs(usage, stdout);
@@ -695,7 +696,7 @@ int main(int argc, char **argv)
 			}
 			if (!*val || *end || !(o.minwidth >= 0) || o.minwidth > 1e9 ||
 			    (o.minwidth_pct && o.minwidth > 100))
-				flame_usage_die("--minwidth '%s' is not a width in pixels"
+				usage_die("--minwidth '%s' is not a width in pixels"
 						" (0.1) or a percentage (0.5%%)", val);
 		} else if (!strcmp(name, "--inverted")) {
 			o.inverted = 1;
@@ -706,13 +707,13 @@ int main(int argc, char **argv)
 		} else if (!strcmp(name, "--normalize")) {
 			o.normalize = 1;
 		} else {
-			flame_usage_die("unknown option '%s'", a);
+			usage_die("unknown option '%s'", a);
 		}
 	}
 	if (o.normalize && !o.diff)
-		flame_usage_die("--normalize only applies to --diff");
+		usage_die("--normalize only applies to --diff");
 	if (o.diff && nfiles != 2)
-		flame_usage_die("--diff needs two files, BEFORE and AFTER (got %zu)", nfiles);
+		usage_die("--diff needs two files, BEFORE and AFTER (got %zu)", nfiles);
 
 	if (o.diff) {
 		flame_read(&before, files[0]);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fold - turn stack samples into folded stacks, one line per distinct stack.
  *
@@ -27,7 +28,8 @@ static const char usage[] =
 	"  - already folded lines ('FRAME;...;FRAME COUNT').\n"
 	"\n"
 	"Frames are copied byte for byte, except that inside a frame ';' is written\n"
-	"as '\\;' and '\\' as '\\\\' (util/flamegraph shows the original bytes).\n"
+	"as '\\;' and '\\' as '\\\\' (util/flamegraph shows the original bytes), and\n"
+	"a control byte is shown as '\\t', '\\n', '\\r' or '\\xHH'.\n"
 	"\n"
 	"Exit status: 0 ok, 1 bad input (the error names FILE:LINE), 2 usage.\n";
 
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
 	size_t n, i;
 	int nfiles = 0, opts = 1;
 
-	flame_set_program("fold");
+	set_program_name("fold");
 	for (i = 1; i < (size_t)argc; i++) {
 		const char *a = argv[i];
 		if (opts && !strcmp(a, "--")) {
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
 			printf("fold (stap++) %s\n", STAPXX_VERSION);
 			return 0;
 		} else if (opts && a[0] == '-' && a[1]) {
-			flame_usage_die("unknown option '%s'", a);
+			usage_die("unknown option '%s'", a);
 		}
 	}
 	for (i = 1, opts = 1; i < (size_t)argc; i++) {

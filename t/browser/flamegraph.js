@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Drive a flame graph SVG in a real headless Chromium (Debian's chromium via
 // playwright-core): hover, click a frame to zoom, reset, search, bad regex.
 // Prints one JSON object with what the page showed; t/55-browser.t asserts

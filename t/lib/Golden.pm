@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Golden.pm - helpers for the stap++ preprocessor/driver tests (t/1*.t):
-# run ./stap++, normalise its output and compare it with t/golden/*.out.
+# run ./stap++, normalise its output and compare it with t/golden/*.out;
+# build the target fixture (t/golden/fixture/).
 #
 # Regenerate the golden files after an intended change with
 #     STAPXX_REGEN=1 prove t/1*.t
@@ -8,69 +10,16 @@ package Golden;
 
 use strict;
 use warnings;
-use Cwd qw(abs_path);
 use File::Path qw(make_path remove_tree);
-use File::Basename qw(dirname);
+use Fcntl qw(:flock);
 use Test::More;
+use TestUtil;
 use Exporter 'import';
 
-our @EXPORT = qw($ROOT $STAPXX $G scratch run_cmd stapxx golden
-		 fixture normalise slurp spit);
+# Everything TestUtil exports too: a golden test needs only "use Golden".
+our @EXPORT = (@TestUtil::EXPORT, qw($G stapxx golden fixture normalise));
 
-our $ROOT = abs_path(dirname(__FILE__) . '/../..');
-our $STAPXX = $ENV{STAPXX_BIN} // "$ROOT/stap++";	# STAPXX_BIN: test another build
 our $G = "$ROOT/t/golden";
-
-sub slurp {
-	my ($path) = @_;
-	open(my $fh, '<', $path) or die "$path: $!";
-	local $/;
-	my $s = <$fh>;
-	return $s;
-}
-
-sub spit {
-	my ($path, $data) = @_;
-	open(my $fh, '>', $path) or die "$path: $!";
-	print $fh $data;
-	close($fh) or die "$path: $!";
-}
-
-# A fresh t/out/NAME/ (absolute path).
-sub scratch {
-	my ($name) = @_;
-	my $dir = "$ROOT/t/out/$name";
-	remove_tree($dir);
-	make_path($dir);
-	return $dir;
-}
-
-# Run argv (no shell) in $ROOT; returns (exit status, stdout, stderr).
-# Options: env => {NAME => value or undef}, stdin => path, cwd => dir.
-sub run_cmd {
-	my ($opt, @cmd) = ref $_[0] eq 'HASH' ? @_ : ({}, @_);
-	my $tmp = "$ROOT/t/out/.golden.$$";
-	make_path("$ROOT/t/out");
-	my $pid = fork() // die "fork: $!";
-	if (!$pid) {
-		chdir($opt->{cwd} // $ROOT) or die "chdir: $!";
-		while (my ($k, $v) = each %{ $opt->{env} // {} }) {
-			if (defined $v) { $ENV{$k} = $v } else { delete $ENV{$k} }
-		}
-		open(STDIN, '<', $opt->{stdin} // '/dev/null') or die;
-		open(STDOUT, '>', "$tmp.out") or die;
-		open(STDERR, '>', "$tmp.err") or die;
-		exec { $cmd[0] } @cmd or die "exec $cmd[0]: $!";
-	}
-	waitpid($pid, 0);
-	my $rc = $? & 127 ? 128 + ($? & 127) : $? >> 8;
-	my ($out, $err) = map {
-		my $s = slurp("$tmp.$_");
-		unlink "$tmp.$_";
-		$s;
-	} qw(out err);
-	return ($rc, $out, $err);
-}
 
 # Run ./stap++ with ARGS (first arg may be an options hash for run_cmd).
 # $STAPXX_STAP is cleared unless given, so the real stap is used.
@@ -142,6 +91,11 @@ sub fixture {
 	);
 	my $stamp = "$dir/.built";
 	my @inputs = (glob("$src/*.c"), __FILE__);
+	# make test runs two tests at a time, and several of them build
+	# this: one builds, the others wait for it, then find it built.
+	make_path("$ROOT/t/out");
+	open(my $lock, '>', "$dir.lock") or BAIL_OUT("cannot open $dir.lock: $!");
+	flock($lock, LOCK_EX) or BAIL_OUT("cannot lock $dir.lock: $!");
 	return \%f if -e $stamp && !grep { -M $stamp > -M $_ } @inputs;
 	remove_tree($dir);
 	make_path($dir);

@@ -1,0 +1,69 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The shell scripts users and make run (util/deps, util/demo, util/bench-*):
+# -h/--help prints usage on stdout and exits 0; a bad argument exits 2 with
+# one "NAME: error: ..." line and the usage on stderr, before anything is
+# installed, built or booted (so this needs no root, apt, build/ or VM).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use Test::More;
+
+my %bad = (                     # script => a bad argument and the error it gets
+	deps               => [['--bogus'], qr/unknown argument '--bogus'/],
+	demo               => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-overhead'   => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-stap++'     => [['--bogus'], qr/unknown option '--bogus'/],
+	'bench-flamegraph' => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-overhead-bpf' => [['--bogus'], qr/unknown option '--bogus'/],
+	'bench-gc'         => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-offcpu'     => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-alloc'      => [['--bogus'], qr/unknown argument '--bogus'/],
+	soak               => [['--bogus'], qr/unknown argument '--bogus'/],
+);
+
+for my $name (sort keys %bad) {
+	my $script = "$ROOT/util/$name";
+	my $usage = qr{^usage: util/\Q$name\E(?=\s)}m;
+
+	my @head = split(/^/m, slurp($script) // die("$script: $!"));
+	is($head[0], "#!/usr/bin/env bash\n", "$name: #!/usr/bin/env bash");
+	ok((grep { /^set -euo pipefail$/ } @head), "$name: set -euo pipefail");
+
+	for my $h ('--help', '-h') {
+		my ($rc, $out, $err) = run_cmd($script, $h);
+		is($rc, 0, "$name $h: exit 0");
+		like($out, $usage, "$name $h: usage on stdout");
+		is($err, '', "$name $h: nothing on stderr");
+	}
+
+	my ($args, $msg) = @{ $bad{$name} };
+	my ($rc, $out, $err) = run_cmd($script, @$args);
+	is($rc, 2, "$name @$args: exit 2");
+	is($out, '', "$name @$args: nothing on stdout");
+	like($err, qr/\A\Q$name\E: error: $msg[^\n]*\n/, "$name @$args: first line names the error");
+	like($err, $usage, "$name @$args: usage on stderr");
+}
+
+# options that take a value, given none or a bad one
+for my $c (
+	['bench-stap++',   ['-n'],         qr/-n needs a value/],
+	['bench-stap++',   ['-n', 'x'],    qr/-n wants a positive number of runs, not 'x'/],
+	['bench-stap++',   [qw(-n 3 a b c)], qr/too many arguments: a b c/],
+	['bench-overhead', ['-n'],         qr/-n needs a value/],
+	['bench-overhead', ['-d'],         qr/-d needs a value/],
+	['bench-overhead', ['-d', '0'],    qr/-d wants a positive number, not '0'/],
+	['bench-overhead', ['-n', '3'],    qr/-n must be at least 5/],
+	['deps',           [qw(--check-debsrc x)], qr/too many arguments/],
+	['demo',           ['-h', 'x'],    qr/unknown argument 'x'/],
+) {
+	my ($name, $args, $msg) = @$c;
+	my ($rc, $out, $err) = run_cmd("$ROOT/util/$name", @$args);
+	is($rc, 2, "$name @$args: exit 2");
+	like($err, qr/\A\Q$name\E: error: $msg[^\n]*\n.*^usage: /ms, "$name @$args: error, then usage, on stderr");
+	unlike($err, qr/unbound variable/, "$name @$args: no shell error");
+}
+
+done_testing();

@@ -1,0 +1,143 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# samples/ngx-lua-exec-time.sxx in the VM (one boot, one module, built
+# against the kernel build tree: return probes need the guest's System.map):
+# a debug nginx with three content_by_lua locations of known cost — /spin
+# busy-loops 2 ms of CPU time (os.clock), /fast only says "ok", /sleep
+# yields in ngx.sleep(0.2) — and curl making an exact number of requests;
+# then --master with two workers.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use VM;
+
+my $R = $ROOT;
+my $vm = VM->new;
+my $out = $vm->out;
+my $tree = $vm->ktree or do { done_testing(); exit };
+my $nginx = "$R/build/nginx/sbin/nginx";
+
+
+open my $fh, '>', "$out/nginx.conf" or die "$out/nginx.conf: $!";
+print $fh <<'CONF';
+daemon off;
+master_process on;
+error_log logs/error.log warn;
+pid logs/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:8080 reuseport;
+        location = /spin {
+            content_by_lua_block {
+                local t = os.clock() + 0.002
+                while os.clock() < t do end
+                ngx.say("spun")
+            }
+        }
+        location = /fast { content_by_lua_block { ngx.say("ok") } }
+        location = /sleep { content_by_lua_block { ngx.sleep(0.2) ngx.say("slept") } }
+    }
+}
+CONF
+close $fh;
+
+my @argv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime', '--exec', $nginx,
+			"$R/samples/ngx-lua-exec-time.sxx");
+my ($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @argv);
+my $ko = "$out/exectime.ko";
+ok $st == 0 && -f $ko, 'ngx-lua-exec-time builds against the tree' or diag "\$ @argv\n$log";
+# master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
+my @margv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime_m', '--exec', $nginx, '--master', '-',
+			 "$R/samples/ngx-lua-exec-time.sxx");
+($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @margv);
+my $kom = "$out/exectime_m.ko";
+ok $st == 0 && -f $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag "\$ @margv\n$log";
+
+# nginx with one worker; the module on the worker while curl makes REQS
+# (a list of "COUNT PATH"), then Ctrl-C
+sub ngx_case {
+	my ($workers, $run, @reqs) = @_;
+	my $curl = join "\n", map { my ($n, $p) = split / /; "for i in \$(seq 1 $n); do curl -s -o /dev/null http://127.0.0.1:8080$p; done" } @reqs;
+	return VM::nginx_up(conf => "$out/nginx.conf", workers => $workers, url => '/fast') . <<"SH"
+staprun $run > stap.out 2> stap.err &
+sp=\$!
+for i in \$(seq 1 300); do grep -q 'press Ctrl-C' stap.err && break; sleep 0.2; done
+$curl
+sleep 1
+kill -INT \$sp
+wait \$sp
+rc=\$?
+SH
+		. VM::nginx_down() . "cat stap.err stap.out\nexit \$rc\n";
+}
+
+if (-f $ko) {
+	my $x = '-x $worker "$VM_JOB"/exectime.ko';
+	$vm->case(spin => ngx_case(1, $x, '20 /spin'), files => [$ko], timeout => 120);
+	$vm->case(fast => ngx_case(1, $x, '30 /fast', '5 /sleep'), files => [$ko], timeout => 120);
+}
+$vm->case(master => ngx_case(2, '"$VM_JOB"/exectime_m.ko stapxx_master=$master', '40 /fast'),
+		  files => [$kom], timeout => 120) if -f $kom;
+my $r = $vm->run;
+is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+
+# count, done, yielded, declined, errors, min, avg, max, histogram total
+sub parse {
+	my ($o) = @_;
+	my %p;
+	@p{qw(calls done yielded declined errors)} =
+		$o =~ /^content handler: (\d+) calls: (\d+) ran to the end, (\d+) yielded, (\d+) declined, (\d+) errors$/m;
+	@p{qw(min avg max)} = $o =~ m{^min/avg/max: (\d+)/(\d+)/(\d+) us$}m;
+	my $h = 0;
+	$h += $1 while $o =~ /^\s*\d+ \|@*\s+(\d+)$/mg;
+	$p{hist} = $h;
+	return \%p;
+}
+
+my %p;
+CASE: {
+	my $c = $r->{cases}{spin} or do { fail('no spin case'); last CASE };
+	my $o = $c->{output};
+	is $c->{status}, 0, 'spin: staprun status 0' or diag $o;
+	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua all handlers until Ctrl-C; press Ctrl-C to stop$/m,
+		'spin: says what it times on stderr';
+	my $p = $p{spin} = parse($o);
+	is "@$p{qw(calls done yielded declined errors)}", '20 20 0 0 0',
+		'spin: 20 requests, 20 content handler calls that ran to the end' or diag $o;
+	ok $p->{min} >= 1500, "spin: min $p->{min} us >= 1.5 ms (2 ms of CPU in Lua)" or diag $o;
+	ok $p->{avg} >= 1000 && $p->{avg} <= 20000, "spin: avg $p->{avg} us within 1-20 ms" or diag $o;
+	ok $p->{max} >= $p->{avg}, 'spin: max >= avg';
+	is $p->{hist}, 20, 'spin: the histogram holds the 20 calls' or diag $o;
+	unlike $o, qr/^(rewrite|access) handler:/m, 'spin: no rewrite or access handler (none configured)';
+	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, 'spin: no SystemTap errors or warnings' or diag $o;
+}
+CASE: {
+	my $c = $r->{cases}{fast} or do { fail('no fast case'); last CASE };
+	my $o = $c->{output};
+	is $c->{status}, 0, 'fast: staprun status 0' or diag $o;
+	my $p = parse($o);
+	is "@$p{qw(calls done yielded declined errors)}", '35 30 5 0 0',
+		'fast: 30 /fast ran to the end, 5 /sleep yielded (ngx.sleep)' or diag $o;
+	ok defined $p->{max} && $p->{max} < 200000, "fast: max $p->{max} us < 200 ms (the ngx.sleep(0.2) is not measured)"
+		or diag $o;
+	ok $p{spin}{avg} && $p->{avg} < $p{spin}{avg} && $p->{min} < $p{spin}{min},
+		"fast: avg and min below the spinning handler's ($p->{avg} < $p{spin}{avg}, $p->{min} < $p{spin}{min})"
+		or diag $o;
+	is $p->{hist}, 35, 'fast: the histogram holds the 35 calls' or diag $o;
+	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, 'fast: no SystemTap errors or warnings' or diag $o;
+}
+CASE: {
+	my $c = $r->{cases}{master} or do { fail('no master case'); last CASE };
+	my $o = $c->{output};
+	is $c->{status}, 0, 'master: staprun status 0' or diag $o;
+	my $p = parse($o);
+	is "@$p{qw(calls done yielded)}", '40 40 0', 'master: the 40 requests to either of 2 workers' or diag $o;
+	is $p->{hist}, 40, 'master: the histogram holds the 40 calls' or diag $o;
+}
+
+done_testing;

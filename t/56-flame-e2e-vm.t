@@ -1,0 +1,73 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# End to end: a real lj-lua-stacks run (the luajit CLI running the seed app,
+# JIT on, GC64 debug build, in the VM) folded by util/fold and drawn by
+# util/flamegraph.  The folded stacks carry every sample of the run; the SVG
+# is well-formed and its frame widths show foo ~ 2 x bar.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use VM;
+use Test::More;
+
+my $vm = VM->new;
+my $out = $vm->out;
+my $T = 3;
+
+my $ko = $vm->build('ljs_flame', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit',
+	args => ['--arg', "time=$T"]);
+ok $ko, 'lj-lua-stacks builds' or diag $vm->build_log;
+$ko or do { done_testing; exit 1 };
+$vm->case(seed => VM::staprun_sh(
+	target => "$ROOT/build/luajit-gc64/bin/luajit $ROOT/t/apps/run.lua " . ($T + 6) . " jit plain 200000",
+	module => 'ljs_flame.ko', ready => 'sleep 1', staprun_opts => '-o "$CASE/stacks.txt"'),
+	files => [$ko]);
+my $r = $vm->run;
+is $r->{status}, 0, 'util/vm-run: the case ran, no kernel errors' or diag $r->{stderr};
+my $case = $r->{cases}{seed};
+is $case->{status}, 0, 'staprun status 0' or diag $case->{output};
+my $raw = "$case->{dir}/stacks.txt";
+ok -s $raw, 'lj-lua-stacks wrote stacks' or diag $case->{output};
+
+# The real output, counted independently of util/fold.
+my ($total, $nstacks) = (0, 0);
+open my $fh, '<', $raw or die "$raw: $!";
+while (<$fh>) { if (/^\t(\d+)$/) { $total += $1; $nstacks++ } }
+close $fh;
+ok $total > 20, "$total samples in $nstacks stacks";
+
+my ($rc, undef, $err) = run_cmd({ stdout => "$out/seed.folded" }, "$ROOT/util/fold", $raw);
+is $rc, 0, 'util/fold exit 0' or diag $err;
+my %folded;
+my $sum = 0;
+open $fh, '<', "$out/seed.folded" or die;
+while (<$fh>) {
+	chomp;
+	my ($stack, $n) = /^(.*) (\d+)$/ or do { fail("folded line '$_'"); next };
+	$folded{$stack} += $n;
+	$sum += $n;
+}
+close $fh;
+is $sum, $total, 'folded stacks hold every sample';
+ok scalar(keys %folded) <= $nstacks, 'equal stacks merged';
+ok((grep { /;test\.lua:main;test\.lua:foo;test\.lua:heavy(;|$)/ } keys %folded), 'main;foo;heavy folded root first');
+
+($rc, my $svg, $err) = run_cmd("$ROOT/util/flamegraph", '--title', 'seed app (luajit, JIT on)', "$out/seed.folded");
+is $rc, 0, 'util/flamegraph exit 0' or diag $err;
+spit("$out/seed.svg", $svg);
+($rc, undef, $err) = run_cmd('xmllint', '--noout', "$out/seed.svg");
+is $rc, 0, 'SVG well-formed' or diag $err;
+my (%w, $all);
+while ($svg =~ m{<g><title>(.*?) \(([\d,]+) samples, [\d.]+%\)</title><rect x="[\d.]+" y="[\d.]+" width="([\d.]+)"}g) {
+	my ($name, $n, $width) = ($1, $2, $3);
+	$n =~ s/,//g;
+	$all = $n if $name eq 'all';
+	$w{$name} += $width;
+}
+is $all, $total, "root frame counts all $total samples";
+ok $w{'test.lua:foo'} && $w{'test.lua:bar'}, 'foo and bar drawn';
+my $ratio = $w{'test.lua:foo'} / ($w{'test.lua:foo'} + $w{'test.lua:bar'});
+ok abs($ratio - 2 / 3) < 0.08, sprintf('foo is %.1f%% of foo+bar by width (2/3 expected)', 100 * $ratio);
+done_testing;

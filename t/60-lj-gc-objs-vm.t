@@ -1,0 +1,134 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lj-gc-objs end to end, in the VM (one boot):
+# - the leak app of issue 12 (t/apps/leak) in nginx under wrk, then idle
+#   with a ping loop (the walk advances between events): the GC-managed
+#   total and the census within 5% of the app's own collectgarbage("count")
+#   (after a full collection, before and after the walk); strings and
+#   tables dominate; the walk completes with no fault.
+# - the luajit CLI, non-GC64 (t/apps/leak/heap.lua: 50000 strings and
+#   10000 tables of known sizes, while the collector steps): complete walk,
+#   at least the known objects counted, census within 5% of the count.
+#   (The nginx case walks the GC64 library; t/61 runs both CLI builds. A
+#   GC64 CLI case here cost a module build and a case: the three test
+#   files share a 180 s budget.)
+# - --master with two nginx workers (module built with --master -, run as
+#   'staprun MOD.ko stapxx_master=MASTER'): one census per worker, each
+#   headed by its pid, each within 5% of that worker's own count; the
+#   master is not walked.
+# The modules walk with gap=5 (ms between slices) to keep the cases short.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use VM;
+use LjGc;
+use Test::More;
+
+my $vm = VM->new;
+my $nginx = 'build/nginx/sbin/nginx';
+my %ko;
+@ko{qw(ngx master nogc64)} = $vm->builds(    # two at a time
+	['gcobjs_ngx', 'samples/lj-gc-objs.sxx', exec => $nginx, args => ['--arg', 'time=60', '--arg', 'gap=5']],
+	['gcobjs_master', 'samples/lj-gc-objs.sxx', exec => $nginx,
+	 args => ['--master', '-', '--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
+	['gcobjs_nogc64', 'samples/lj-gc-objs.sxx', exec => 'build/luajit-nogc64/bin/luajit',
+	 args => ['--arg', 'time=60', '--arg', 'gap=5']]);
+ok $ko{ngx}, 'lj-gc-objs builds for nginx';
+ok $ko{nogc64}, 'lj-gc-objs builds for the nogc64 luajit CLI';
+ok $ko{master}, 'lj-gc-objs builds in master mode (--master -)';
+
+$vm->case(ngx => LjGc::leak_ngx_case(module => 'gcobjs_ngx.ko', load => 2, n => 100),
+	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
+$vm->case(master => LjGc::leak_master_case(module => 'gcobjs_master.ko', load => 2, n => 100),
+	files => [$ko{master}], timeout => 150) if $ko{master};
+for my $b (qw(nogc64)) {
+	next unless $ko{$b};
+	$vm->case("cli_$b" => LjGc::cli_case(target => "$ROOT/build/luajit-$b/bin/luajit $ROOT/t/apps/leak/heap.lua 100",
+		module => "gcobjs_$b.ko", timeout => 60), files => [$ko{$b}], timeout => 90);
+}
+
+my $r = $vm->run;
+is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+my $c = $r->{cases};
+
+sub check_census {
+	my ($name, $case, $truth) = @_;
+	my $o = $case->{output};
+	my $p = LjGc::parse_census($o);
+	like $o, qr/walk complete/, "$name: the walk completes" or diag $o;
+	is $p->{faults}, 0, "$name: no faults" or diag $o;
+	ok $p->{total} && abs($p->{total} - $truth) <= 0.05 * $truth,
+		"$name: GC-managed total $p->{total} within 5% of collectgarbage(\"count\") $truth" or diag $o;
+	ok $p->{sum} && abs($p->{sum} - $truth) <= 0.05 * $truth,
+		"$name: census (objects, string table, VM state) $p->{sum} within 5% of $truth" or diag $o;
+	my @order = @{ $p->{order} };
+	ok $p->{stall_us} > 0, "$name: the longest stall printed ($p->{stall_us} us)";
+	# LuaJIT's own allocator: every string of these apps is far below
+	# 128 KB, so all string bytes lie in its segments
+	my ($arena, $segs) = $o =~ /^LuaJIT allocator: (\d+) bytes mapped in (\d+) segments/m;
+	ok $arena && $segs && $segs >= 1 && $arena >= $p->{type}{string}{bytes},
+		"$name: LuaJIT's allocator mapped at least the string bytes (" . ($arena // '?') .
+		" in " . ($segs // '?') . " segments, strings $p->{type}{string}{bytes})" or diag $o;
+	note "$name: $_" for grep { /^(?:GC-managed|walked|cost|\w[\w ]*: \d+ objects)/ } split /\n/, $o;
+	return $p;
+}
+
+if (my $case = $c->{ngx}) {
+	my $o = $case->{output};
+	my ($before) = $o =~ /^# count before: (\d+)$/m;
+	my ($after) = $o =~ /^# count after: (\d+)$/m;
+	ok $before && $after, 'nginx: the app measured its heap before and after' or diag $o;
+	my $p = check_census('nginx', $case, $after // 1);
+	note "nginx: count before $before, after $after";
+	my @order = @{ $p->{order} };
+	# strings first; then tables and the string table, in either order: both
+	# grow by powers of two (foo's array part, the hash array), so which is
+	# bigger depends on how many requests the load made
+	is_deeply [$order[0], sort @order[1, 2]], ['string', 'string table', 'table'],
+		'nginx: strings, then tables and the string table hold the most bytes' or diag $o;
+	ok $p->{type}{string}{bytes} + $p->{type}{table}{bytes} >= 0.6 * $p->{total},
+		'nginx: strings and tables hold at least 60% of the total' or diag $o;
+	my ($reqs) = $o =~ /^# (\d+) requests in/m;
+	ok $reqs && $p->{type}{string}{count} >= 100 * $reqs,
+		"nginx: at least the app's strings (100 per request, $reqs requests: $p->{type}{string}{count})";
+	like $o, qr/^  string 0x[0-9a-f]+: \d+ bytes "/m, 'nginx: biggest strings listed';
+	like $o, qr/^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m, 'nginx: biggest tables listed';
+	my ($asize) = $o =~ /^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m;
+	ok $asize && $asize >= $p->{type}{string}{count} * 0.5, "nginx: the biggest table is foo ($asize array slots)";
+}
+if (my $case = $c->{master}) {
+	my $o = $case->{output};
+	is $case->{status}, 0, 'master: staprun status 0' or diag $o;
+	my ($master, @workers) = $o =~ /^# master: (\d+) workers: (\d+) (\d+)/m;
+	is scalar(@workers), 2, 'master: two workers' or diag $o;
+	my $after = LjGc::counts($o, 'after');
+	# one report per worker, each headed by its pid
+	my %rep;
+	for my $r (split /^(?=lj-gc-objs: process \d+)/m, LjGc::stdout_of($o)) {
+		my ($pid) = $r =~ /^lj-gc-objs: process (\d+)/ or next;
+		push @{ $rep{$pid} }, $r;
+	}
+	is_deeply [sort keys %rep], [sort @workers], 'master: one census per worker, the master not walked' or diag $o;
+	for my $w (@workers) {
+		my @r = @{ $rep{$w} // [] };
+		is scalar(@r), 1, "master: worker $w: one census" or next;
+		my $p = check_census("master: worker $w", { output => $r[0] }, $after->{$w} // 1);
+		is $p->{order}[0], 'string', "master: worker $w: strings hold the most bytes";
+	}
+	like $o, qr/^WARNING: lj-gc-objs: processes walked: (\d+) (\d+); cut short: none; seen at the walk point, not walked: none$/m,
+		'master: stderr names the workers walked';
+}
+for my $b (qw(nogc64)) {
+	my $case = $c->{"cli_$b"} or next;
+	my $o = $case->{output};
+	is $case->{status}, 0, "cli $b: staprun status 0" or diag $o;
+	my ($count) = $o =~ /^count (\d+)$/m;
+	ok $count, "cli $b: the app's count" or diag $o;
+	my $p = check_census("cli $b", $case, $count // 1);
+	ok $p->{type}{string}{count} >= 50000, "cli $b: the 50000 strings counted";
+	ok $p->{type}{table}{count} >= 10000, "cli $b: the 10000 tables counted";
+}
+
+done_testing;

@@ -1,0 +1,95 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lj-lua-stacks --runtime=bpf on this host's kernel (no VM) against the
+# luajit CLI, GC64 and non-GC64 debug builds: the seed app (t/apps/run.lua)
+# with the JIT on, off, with FFI calls and with lines=1 (the assertions of
+# t/40, shares within 2 points); frame shapes of t/apps/edge.lua
+# (coroutines continued into their resumer after a [resume] frame, pcall,
+# tail calls, varargs, metamethods, recursion cut at depth with a
+# [truncated] root frame).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use LjStacks;
+use Bpf;
+use Test::More;
+
+my $T = 3;         # seconds of sampling per case
+my $DEPTH = 20;
+my $run = "$ROOT/t/apps/run.lua";
+my $edge = "$ROOT/t/apps/edge.lua";
+my $app = "$ROOT/t/apps/test.lua";
+# heavy()'s loop count: natively 200000 iterations take about as long as the
+# 1 ms sampling period, and a periodic workload that short aliases with
+# it (foo/bar measured 64/36 to 69/31); at 2000000 a call spans many samples
+my $N = 2000000;
+
+# Runs the target CMD, samples it for $T s with ARGS; returns the parsed output.
+sub sample {
+	my ($name, $cmd, @args) = @_;
+	my $pid = Bpf::spawn(@$cmd);
+	select(undef, undef, undef, 0.5);
+	my ($st, $out, $err, $p) = Bpf::stacks(['-x', $pid], "time=$T", @args);
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	is $st, 0, "$name: status 0" or diag $err;
+	return $p;
+}
+
+
+for my $b (qw(gc64 nogc64)) {
+	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
+	my $secs = $T + 4;
+	for my $mode (qw(jit nojit)) {
+		my $p = sample("$b $mode", [$lj, $run, $secs, $mode, 'plain', $N]);
+		LjStacks::check_seed("$b $mode", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => $mode, lines => 0);
+		Bpf::shares_ok("$b $mode", $p);
+	}
+	my $p = sample("$b ffi", [$lj, $run, $secs, 'jit', 'ffi', $N]);
+	LjStacks::check_seed("$b ffi", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'ffi-native', lines => 0);
+	Bpf::shares_ok("$b ffi", $p);
+	# natively sqrt is a few instructions: its share is small, but it is
+	# the native leaf, on top of the trace that calls it
+	my $sqrt = LjStacks::count_with($p, sub { $_[0] eq 'C:sqrt' && $_[1] =~ /^trace#\d+:test\.lua:\d+$/ });
+	my $other = LjStacks::count_with($p, sub { $_[0] =~ /^C:/ && $_[0] ne 'C:sqrt' });
+	ok $sqrt > 0 && $sqrt > $other, "$b ffi: C:sqrt leaves on a trace frame ($sqrt; other native leaves $other)";
+	$p = sample("$b lines", [$lj, $run, $secs, 'jit', 'plain', $N], 'lines=1');
+	LjStacks::check_seed("$b lines=1", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 1);
+}
+
+# frame shapes, JIT on and off
+for my $mode (qw(jit nojit)) {
+	my $p = sample("edge $mode", ["$ROOT/build/luajit-gc64/bin/luajit", $edge, $T + 4, $mode], "depth=$DEPTH");
+	my ($cut, $bad) = (0, 0);
+	for my $s (@{ $p->{stacks} }) {
+		my $n = grep { /^edge\.lua/ } @{ $s->{frames} };
+		my $t = grep { $_ eq '[truncated]' } @{ $s->{frames} };
+		if ($t) {
+			$cut += $s->{count};
+			# the last frame is named by its caller, beyond depth
+			$bad += $s->{count} unless $t == 1 && $s->{frames}[-1] eq '[truncated]' && $n == $DEPTH
+				&& $s->{frames}[-2] eq 'edge.lua:rec';
+		}
+	}
+	# coroutines: the coroutine's frames, [resume], then the resumer's
+	my $co = LjStacks::line_of($edge, qr/^local co = coroutine\.wrap\(function\(\)/);
+	my $res = LjStacks::count_with($p, sub { my @f = @_;
+		LjStacks::has_seq(\@f, 'edge.lua:burn_co', "edge.lua:$co", '[resume]', 'builtin:co', 'edge.lua:use_co')
+		&& $f[-1] eq 'C:pmain' });
+	my $burn_co = LjStacks::count_with($p, sub { grep { $_ eq 'edge.lua:burn_co' } @_ });
+	ok $res >= 0.9 * $burn_co && $res > 0,
+		"edge $mode: burn_co <- coroutine <- [resume] <- builtin:co <- use_co ... <- C:pmain ($res of $burn_co)"
+		or diag LjStacks::dump_stacks($p, 10);
+	my $stray = LjStacks::count_with($p, sub { my @f = @_; my @r = grep { $f[$_] eq '[resume]' } 0 .. $#f;
+		@r && grep { $_ == 0 || $f[$_ - 1] ne "edge.lua:$co" } @r });
+	is $stray, 0, "edge $mode: [resume] only below the coroutine's function";
+	ok $cut > 0, "edge $mode: stacks cut at depth end in a [truncated] root frame ($cut samples)";
+	is $bad, 0, "edge $mode: [truncated] only as the root of a stack of depth=$DEPTH Lua frames, after edge.lua:rec";
+	is $p->{stats}{truncated}, $cut, "edge $mode: the truncated count on stderr";
+	# t/40's shapes, [resume] and [truncated] included: the two backends agree
+	LjStacks::check_edge("edge $mode", $p, app => $edge, depth => $DEPTH);
+}
+
+done_testing;

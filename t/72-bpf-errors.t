@@ -1,0 +1,94 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lj-lua-stacks --runtime=bpf on this host: what is not a normal session.
+# A target without LuaJIT, an unprivileged user, a script without a native
+# implementation, a target that exits mid-session, a chunk name with a ';'
+# and control bytes (printed escaped), bad --arg values.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use LjStacks;
+use Bpf;
+use Test::More;
+
+my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
+
+# a target without LuaJIT: clear error, exit 1
+{
+	my $pid = Bpf::spawn('/bin/sleep', 30);
+	my ($st, $out, $err) = Bpf::stacks(['-x', $pid], 'time=1');
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	is $st, 1, 'no LuaJIT: exit 1';
+	like $err, qr/^stap\+\+: error: no LuaJIT VM in '\/(?:usr\/)?bin\/sleep': no type 'lua_State'/m,
+		'no LuaJIT: the error says so' or diag $err;
+	like $err, qr/^hint: .*luajit CLI or nginx/m, 'no LuaJIT: a hint names what can be sampled';
+	is scalar(() = $err =~ /error:/g), 1, 'no LuaJIT: one error line' or diag $err;
+}
+
+# not root: clear error before anything else
+{
+	my ($st, $out, $err) = run_cmd('setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups',
+		"$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", '-x', 1);
+	is $st, 1, 'unprivileged: exit 1';
+	like $err, qr/^stap\+\+: error: --runtime=bpf needs root, or the capabilities CAP_BPF and CAP_PERFMON/m,
+		'unprivileged: the error names root and the capabilities' or diag $err;
+	like $err, qr/^hint: run stap\+\+ with sudo/m, 'unprivileged: a hint';
+}
+
+# a script without a native implementation
+{
+	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-vm-states.sxx", '-x', $$);
+	is $st, 1, 'no native implementation: exit 1';
+	like $err, qr/^stap\+\+: error: '\S*lj-vm-states\.sxx' has no native eBPF implementation/m, 'and says so';
+	like $err, qr/^hint: samples with one: samples\/lj-lua-stacks\.sxx$/m, 'and lists the samples with one';
+	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=dyninst', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$);
+	is $st, 2, '--runtime=dyninst: usage error';
+	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$,
+		'--arg', 'depth=0');
+	is $st, 2, 'depth=0: usage error';
+	like $err, qr/--arg depth must be a number from 1 to 256, not '0'/, 'depth=0: the range' or diag $err;
+	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$,
+		'--arg', 'interval=5');
+	is $st, 2, 'interval=5: usage error';
+	like $err, qr/--arg interval \(periodic profiles\) is not supported with --runtime=bpf/, 'interval: says so';
+}
+
+# a target that exits mid-session: the session ends, statistics printed
+{
+	my $pid = Bpf::spawn($lj, "$ROOT/t/apps/run.lua", 4, 'jit', 'plain', 200000);
+	select(undef, undef, undef, 0.3);
+	my $t0 = time;
+	my ($st, $out, $err, $p) = Bpf::stacks(['-x', $pid], 'time=20');
+	my $dt = time - $t0;
+	waitpid($pid, 0);
+	is $st, 0, 'target exits: status 0' or diag $err;
+	ok $dt < 12, "target exits: the session ends with it (${dt} s of time=20)";
+	ok $p->{stats} && $p->{stats}{samples} > 0, 'target exits: statistics printed' or diag $err;
+	ok $p->{total} > 0 && !@{ $p->{bad} }, 'target exits: its stacks printed';
+}
+
+# escaping: ';' as ',', control bytes visible
+{
+	my $src = "$ROOT/t/out/bpf-evil.$$.lua";
+	spit($src, <<'LUA');
+local f = assert(loadstring("local function spin(n) local s = 0 for i = 1, n do s = s + i end return s end\n" ..
+	"return function() while true do spin(100000) end end", "=evil;name\n\t12\1\127\200x"))
+f()()
+LUA
+	my $pid = Bpf::spawn($lj, $src);
+	select(undef, undef, undef, 0.3);
+	my ($st, $out, $err, $p) = Bpf::stacks(['-x', $pid], 'time=1');
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	is $st, 0, 'escaping: status 0';
+	my $chunk = "evil,name\\n\\t12\\x01\\x7f\xc8x";
+	my $n = LjStacks::count_with($p, sub { grep { $_ eq "$chunk:spin" } @_ });
+	ok $n > 0, "escaping: the chunk shows as '$chunk' ($n samples)" or diag $out;
+	unlike $out, qr/[\x00-\x08\x0b-\x1f\x7f]/, 'escaping: no raw control byte in the output';
+	unlink $src;
+}
+
+done_testing;

@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+package LjGc;
+
+=head1 NAME
+
+LjGc - the Lua memory tests' shared parts (t/60, t/61, t/62): VM case
+scripts for the leak app (t/apps/leak) and parsers of lj-gc-objs output.
+
+=head1 FUNCTIONS
+
+=over 4
+
+=item C<leak_ngx_case(%o)>
+
+Shell for a VM case: nginx with the leak app (one worker), C<load>
+seconds of wrk on C</go?n=N> (C<n>), after C</go?n=0> (loads the module)
+and C</count> (C<# count base: BYTES>), then C</count> (printed as
+C<# count before: BYTES>), then C<staprun -x WORKER MODULE> (C<module>)
+while wrk on C</ping> (no Lua, one connection) gives the idle worker events, then
+C</count> again (C<# count after: BYTES>).  The case's status is staprun's.
+
+=item C<leak_master_case(%o)>
+
+Shell for a VM case: nginx with the leak app and two workers (their pids
+printed as C<# master: PID workers: PID PID>); C</go?n=0> 20 times (both
+workers load the module), then C</countpid> up to 40 times (each worker's last
+answer printed as C<# count base PID: BYTES>; it stops once both
+answered: each answer is a full collection, seconds under TCG), C<load> seconds of wrk with
+32 connections on C</go?n=N>, the counts again (C<# count before PID:
+BYTES>); then C<staprun MODULE stapxx_master=MASTER> (C<module>, built
+with C<--master ->; C<args>: more staprun arguments) while wrk with 32
+connections on C</ping> gives both idle workers events, then the counts again (C<# count
+after PID: BYTES>).  With C<< counts => 0 >>: no counts and no load
+before staprun, only the load on C</go?n=N> during it.  Connections go to the workers by the hash of their
+ports (reuseport): 40 requests miss a worker once in 2^39 runs.
+
+=item C<counts(TEXT, WHEN)>
+
+The counts of C<leak_master_case>: { PID => BYTES } for WHEN (base,
+before or after).
+
+=item C<cli_case(%o)>
+
+Shell for a VM case: C<target> (a command line) in the background, its
+output in the case's output; waits until it printed a line matching
+C<ready> (an extended regexp, default C<^count>), then runs
+C<staprun -x PID MODULE>, then stops the target.
+
+Both print the module's stderr, then the case's own lines, then a line
+C<== stdout> and the module's stdout (see C<stdout_of>).
+
+=item C<stdout_of(TEXT)>
+
+The module's stdout in a case's output: what follows the line C<== stdout>.
+
+=item C<parse_census(TEXT)>
+
+Parses lj-gc-objs output: C<total> (GC-managed total), C<sum> (walked
+bytes with the string table and VM state), C<type> (name => { count,
+bytes, pct }), C<order> (type names, most bytes first), C<faults>,
+C<stall_us>, C<slices>.
+
+=back
+
+=cut
+
+use strict;
+use warnings;
+use TestUtil;
+use VM ();
+
+sub leak_ngx_case {
+	my (%o) = @_;
+	my $load = $o{load} // 3;
+	my $n = $o{n} // 100;
+	my $conf = "$ROOT/t/apps/leak/nginx.conf";
+	my $run = $o{run} // qq{timeout -s INT -k 10 90 staprun -x \$worker "\$VM_JOB"/$o{module}};
+	my $sh = VM::nginx_up(conf => $conf, url => '/ping', env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
+curl -s -o /dev/null 'http://127.0.0.1:8080/go?n=0'
+echo "# count base: \$(curl -s http://127.0.0.1:8080/count)"
+wrk -t1 -c4 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
+grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
+echo "# count before: \$(curl -s http://127.0.0.1:8080/count)"
+wrk -t1 -c1 -d 120s http://127.0.0.1:8080/ping > /dev/null 2>&1 &
+ping=\$!
+SH
+	return $sh . _stop_and_print($run, 'echo "# count after: $(curl -s http://127.0.0.1:8080/count)"');
+}
+
+# Shell: RUN (staprun) with its stdout in stap.out, then stop the $ping load,
+# run POST, stop nginx, and print stderr, nginx's alerts and "== stdout".
+sub _stop_and_print {
+	my ($run, $post) = @_;
+	return <<"SH";
+$run > stap.out 2> stap.err
+rc=\$?
+cat stap.err
+kill \$ping
+wait \$ping 2>/dev/null
+$post
+kill -QUIT \$master
+wait
+grep -E '\\[(alert|emerg|crit)\\]' logs/error.log | sed 's/^/# /'
+echo "== stdout"
+cat stap.out
+exit \$rc
+SH
+}
+
+sub leak_master_case {
+	my (%o) = @_;
+	my $load = $o{load} // 2;
+	my $n = $o{n} // 100;
+	my $conf = "$ROOT/t/apps/leak/nginx.conf";
+	my $args = $o{args} // '';
+	my $counts = $o{counts} // 1;
+	my $url = $counts ? '/ping' : "/go?n=$n";
+	my $pre = $counts ? <<"SH" : '';
+for i in \$(seq 1 20); do curl -s -o /dev/null 'http://127.0.0.1:8080/go?n=0'; done
+counts base
+wrk -t1 -c32 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
+grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
+counts before
+SH
+	my $post = $counts ? 'counts after' : '';
+	my $sh = VM::nginx_up(conf => $conf, url => '/ping', workers => 2, env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
+echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
+counts() {
+	: > counts.txt
+	for i in \$(seq 1 40); do
+		curl -s http://127.0.0.1:8080/countpid >> counts.txt
+		[ \$(cut -d' ' -f1 counts.txt | sort -u | wc -l) -ge 2 ] && break
+	done
+	awk -v w="\$1" '{ c[\$1] = \$2 } END { for (p in c) print "# count " w " " p ": " c[p] }' counts.txt
+}
+$pre
+wrk -t1 -c32 -d 120s 'http://127.0.0.1:8080$url' > /dev/null 2>&1 &
+ping=\$!
+SH
+	return $sh . _stop_and_print(qq{timeout -s INT -k 10 90 staprun "\$VM_JOB"/$o{module} stapxx_master=\$master $args}, $post);
+}
+
+sub counts {
+	my ($text, $when) = @_;
+	my %c;
+	$c{$1} = $2 while $text =~ /^# count $when (\d+): (\d+)$/mg;
+	return \%c;
+}
+
+sub cli_case {
+	my (%o) = @_;
+	my $ready = $o{ready} // '^count';
+	my $t = $o{timeout} // 60;
+	return <<"SH";
+$o{target} > target.log 2>&1 &
+pid=\$!
+for i in \$(seq 1 600); do grep -Eq '$ready' target.log && break; sleep 0.1; done
+timeout -s INT -k 10 $t staprun -x \$pid "\$VM_JOB"/$o{module} > stap.out 2> stap.err
+rc=\$?
+cat stap.err
+kill \$pid 2>/dev/null
+wait \$pid
+cat target.log
+echo "== stdout"
+cat stap.out
+exit \$rc
+SH
+}
+
+sub stdout_of {
+	my ($text) = @_;
+	return $text =~ /^== stdout\n(.*)\z/ms ? $1 : '';
+}
+
+sub parse_census {
+	my ($text) = @_;
+	my %p = (type => {}, order => [], faults => undef, stall_us => 0);
+	for my $l (split /\n/, $text) {
+		if ($l =~ /^GC-managed total: (\d+) bytes$/) {
+			$p{total} = $1;
+		} elsif ($l =~ /^walked: (\d+) objects, (\d+) bytes, with the string table and the VM state (\d+) bytes/) {
+			@p{qw(objs walked sum)} = ($1, $2, $3);
+		} elsif ($l =~ /^([a-zA-Z][\w ]*): (\d+) objects, (\d+) bytes \(([\d.]+)%\)$/) {
+			$p{type}{$1} = { count => $2, bytes => $3, pct => $4 };
+			push @{ $p{order} }, $1;
+		} elsif ($l =~ /^cost: (\d+) slices of at most \d+ objects, longest stall (\d+) us/) {
+			@p{qw(slices stall_us)} = ($1, $2);
+		} elsif ($l =~ /^faults: (\d+)$/) {
+			$p{faults} = $1;
+		}
+	}
+	return \%p;
+}
+
+1;

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# TestUtil.pm - what every test in t/ shares: where the repository and the
+# stap++ under test are, scratch dirs, reading and writing files, running
+# commands.  Golden.pm, DwarfTest.pm and VM.pm build on it.
+#
+#   use FindBin;
+#   use lib "$FindBin::Bin/lib";
+#   use TestUtil;
+#   my $out = scratch('50-fold');                  # fresh t/out/50-fold/
+#   my ($rc, $o, $e) = run_cmd("$ROOT/util/fold", "$out/in.txt");
+package TestUtil;
+
+use strict;
+use warnings;
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Path qw(make_path remove_tree);
+use POSIX ();
+use Exporter 'import';
+
+our @EXPORT = qw($ROOT $STAPXX scratch slurp spit run_cmd);
+
+# The repository (absolute).  Tests use it for every path, so they run from
+# any directory.
+our $ROOT = abs_path(dirname(__FILE__) . '/../..');
+
+# The stap++ under test ($STAPXX_BIN: test another build).
+our $STAPXX = $ENV{STAPXX_BIN} // "$ROOT/stap++";
+
+# A fresh, empty t/out/NAME/ (absolute path).
+sub scratch {
+	my ($name) = @_;
+	my $dir = "$ROOT/t/out/$name";
+	remove_tree($dir);
+	make_path($dir);
+	return $dir;
+}
+
+# The contents of PATH, or undef if it cannot be read.
+sub slurp {
+	my ($path) = @_;
+	open(my $fh, '<', $path) or return undef;
+	local $/;
+	my $s = <$fh>;
+	close($fh);
+	return $s;
+}
+
+# Write DATA to PATH (replacing it); dies on error.
+sub spit {
+	my ($path, $data) = @_;
+	open(my $fh, '>', $path) or die "$path: $!";
+	print $fh $data;
+	close($fh) or die "$path: $!";
+}
+
+# Run argv (no shell); returns (exit code, stdout, stderr).  The exit code
+# is 128 + N when the command was killed by signal N.
+# Options (an optional first argument, a hash ref):
+#   cwd    => DIR        run there (default: $ROOT)
+#   env    => {NAME => value, or undef to unset}
+#   stdin  => PATH       standard input (default: /dev/null)
+#   merge  => 1          stderr goes to stdout (returned stderr is '')
+#   stdout => PATH, stderr => PATH
+#                        keep the output in these files (default: temporary
+#                        files, removed)
+sub run_cmd {
+	my ($opt, @cmd) = ref $_[0] eq 'HASH' ? @_ : ({}, @_);
+	my $tmp = "$ROOT/t/out/.run.$$";
+	make_path("$ROOT/t/out");
+	my $out = $opt->{stdout} // "$tmp.out";
+	my $err = $opt->{stderr} // "$tmp.err";
+	my $pid = fork() // die "fork: $!";
+	if (!$pid) {
+		eval {
+			chdir($opt->{cwd} // $ROOT) or die "chdir $opt->{cwd}: $!\n";
+			while (my ($k, $v) = each %{ $opt->{env} // {} }) {
+				if (defined $v) { $ENV{$k} = $v } else { delete $ENV{$k} }
+			}
+			my $in = $opt->{stdin} // '/dev/null';
+			open(STDIN, '<', $in) or die "$in: $!\n";
+			open(STDOUT, '>', $out) or die "$out: $!\n";
+			if ($opt->{merge}) {
+				open(STDERR, '>&', \*STDOUT) or die "stderr: $!\n";
+			} else {
+				open(STDERR, '>', $err) or die "$err: $!\n";
+			}
+			exec { $cmd[0] } @cmd;
+			die "exec $cmd[0]: $!\n";
+		};
+		print STDERR "run_cmd: $@";
+		POSIX::_exit(127);
+	}
+	waitpid($pid, 0);
+	my $rc = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+	my $o = slurp($out) // '';
+	my $e = $opt->{merge} ? '' : slurp($err) // '';
+	unlink(grep { /^\Q$tmp\E/ } $out, $err);
+	return ($rc, $o, $e);
+}
+
+1;
