@@ -10,7 +10,9 @@
 # every stack ends in the root frame "worker PID" of one of the workers,
 # both sampled, strings hold the most bytes, the master is not sampled.
 # Last, a session that SystemTap ends on an error (its overload guard)
-# still prints what it measured before it, and says so.
+# still prints what it measured before it, and says so; and with a limit of
+# one distinct stack (maxstacks=1 at run time) one stack is printed and
+# stderr says how many bytes the limit left out and which option raises it.
 use strict;
 use warnings;
 use FindBin;
@@ -53,6 +55,8 @@ for my $mode (qw(jit nojit)) {
 	$vm->case($mode => qq{timeout -s INT -k 10 60 staprun -c "$lj $app $mode $N" "\$VM_JOB"/ljalloc.ko},
 		files => [$ko], timeout => 90) if $ko;
 }
+$vm->case(few => qq{staprun -c "$lj $app jit 1000" "\$VM_JOB"/ljalloc.ko maxstacks=1},
+	files => [$ko], timeout => 60) if $ko;
 $vm->case(err => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit $N" "\$VM_JOB"/ljalloc_err.ko},
 	files => [$koe], timeout => 90) if $koe;
 $vm->case(master => LjGc::leak_master_case(module => 'ljalloc_master.ko', counts => 0, n => 100),
@@ -105,6 +109,17 @@ if (my $case = $c->{err}) {
 	my $two = LjStacks::count_with($p, sub { grep { $_ eq 'alloc.lua:two' } @_ });
 	ok $one > 0 && $two > 0, "err: the bytes sampled before the error are printed (one() $one, two() $two)" or diag $o;
 	like $o, qr/^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; [1-9]\d* samples/m, 'err: the summary is printed' or diag $o;
+}
+if (my $case = $c->{few}) {
+	my $o = $case->{output};
+	is $case->{status}, 0, 'maxstacks 1: staprun status 0' or diag $o;
+	my $p = LjStacks::parse(join "\n", grep { !/^(?:start|time [\d.]+)$/ } split /\n/, $o);
+	is scalar @{ $p->{stacks} }, 1, 'maxstacks 1: one stack printed' or diag $o;
+	my ($lost) = $o =~ /^WARNING: lj-lua-alloc: limit hit: (\d+) bytes of stacks beyond the first 1 distinct ones are not printed; --arg maxstacks=N raises it$/m;
+	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;
+	my ($samples, $faults) = $o =~ /; (\d+) samples of $RATE bytes, \d+ without a Lua stack, (\d+) faults$/m;
+	is(($lost // 0) + $p->{total} + ($faults // 0) * $RATE, ($samples // -1) * $RATE,
+		'maxstacks 1: printed + left out + faulted = the bytes sampled') or diag $o;
 }
 if (my $case = $c->{master}) {
 	my $o = $case->{output};

@@ -5,7 +5,9 @@
 # 1 MB with io.open():read("*a").  By bytes the split is 2:1 within 2
 # points; by latency (the default) it is what the page cache gives, noted.
 # The files' names as leaves with files=1.  Bad input: a weight that is
-# neither us nor bytes.
+# neither us nor bytes.  A limit of one distinct stack (ljw_maxstacks=1, the
+# run-time value under --arg maxstacks): one stack printed, the bytes of
+# the others counted on stderr with the option that raises it.
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +45,7 @@ if ($ko) {
 	$vm->case(us => fio_case(''), files => [$ko], timeout => 30);
 	$vm->case(bytes => fio_case('weight=bytes files=1'), files => [$ko], timeout => 30);
 	$vm->case(badweight => fio_case('weight=lines'), files => [$ko], timeout => 30);
+	$vm->case(few => fio_case('weight=bytes ljw_maxstacks=1'), files => [$ko], timeout => 30);
 }
 my $r = $vm->run;
 is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
@@ -78,6 +81,16 @@ if (my $case = $c->{badweight}) {
 	isnt $case->{status}, 0, 'weight=lines: fails';
 	like $case->{output}, qr/--arg weight must be us or bytes, not 'lines'/, 'weight=lines: says what it takes'
 		or diag $case->{output};
+}
+if (my $case = $c->{few}) {
+	my $o = $case->{output};
+	my $p = LjWait::parse($o, 'lj-lua-fio');
+	is $case->{status}, 0, 'maxstacks 1: staprun status 0' or diag $o;
+	is scalar @{ $p->{stacks} }, 1, 'maxstacks 1: one stack printed' or diag $o;
+	my ($all, $printed) = $o =~ /^WARNING: lj-lua-fio: traced for \d+ us; \d+ us in \d+ calls with a Lua stack, (\d+) bytes \((\d+) bytes printed\)$/m;
+	my ($lost) = $o =~ /^WARNING: lj-lua-fio: 0 bytes in stacks truncated at depth \d+ \(printed\), 0 bytes in inconsistent stacks \(dropped\), (\d+) bytes in stacks beyond the first 1 distinct ones \(dropped; --arg maxstacks=N raises it\)$/m;
+	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;
+	is(($printed // 0) + ($lost // 0), $all // -1, 'maxstacks 1: printed + left out = all bytes with a Lua stack') or diag $o;
 }
 
 done_testing;
