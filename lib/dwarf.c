@@ -207,6 +207,71 @@ int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 	return ret;
 }
 
+/* Does DIE (a subprogram or lexical block) own a parameter or variable
+ * named SYM, at any block depth (bounded)? */
+static int die_has_local(Dwarf_Die *die, const char *sym, int depth)
+{
+	Dwarf_Die child;
+	if (depth > 32 || dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		const char *name = dwarf_diename(&child);
+		if ((tag == DW_TAG_formal_parameter || tag == DW_TAG_variable) &&
+		    name && strcmp(name, sym) == 0)
+			return 1;
+		if (tag == DW_TAG_lexical_block &&
+		    die_has_local(&child, sym, depth + 1))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+struct local_query {
+	const char *func, *sym;
+	int found;
+};
+
+static int func_cb(Dwarf_Die *die, void *arg)
+{
+	struct local_query *q = arg;
+	const char *name = dwarf_diename(die);
+	if (name && strcmp(name, q->func) == 0 && !is_declaration(die) &&
+	    die_has_local(die, q->sym, 0)) {
+		q->found = 1;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+int dw_func_has_local(struct dw_set *set, const char *func, const char *sym)
+{
+	struct local_query q = { func, sym, 0 };
+	struct search s;
+	struct dw_bin *b;
+	int err;
+	search_init(&s, set, NULL);
+	while (!q.found && (b = search_next(&s, &err))) {
+		Dwarf_CU *cu = NULL, *next;
+		Dwarf_Half version;
+		uint8_t unit_type;
+		Dwarf_Die cudie, subdie;
+		while (!q.found &&
+		       dwarf_get_units(b->dw, cu, &next, &version, &unit_type,
+				       &cudie, &subdie) == 0) {
+			cu = next;
+			Dwarf_Die *top = &cudie;
+			if (unit_type == DW_UT_skeleton &&
+			    dwarf_tag(&subdie) == DW_TAG_compile_unit)
+				top = &subdie;
+			if (dwarf_tag(top) == DW_TAG_compile_unit)
+				dwarf_getfuncs(top, func_cb, &q, 0);
+		}
+	}
+	search_done(&s);
+	return q.found;
+}
+
 void dw_hint_nodebug(struct dw_set *set)
 {
 	struct search s;

@@ -103,6 +103,13 @@ int dw_enum(struct dw_set *set, const char *name, const char *module,
 int dw_find_var(struct dw_set *set, const char *sym, const char *module,
 		const char **module_out, const char **cu_out);
 
+/* @var("sym") helper: does a definition of function FUNC, in a binary of
+ * the set with DWARF, have a parameter or local variable SYM (in any of
+ * its lexical blocks)?  Then @var("SYM") in a probe on FUNC means that
+ * context variable, even where a global SYM exists.  Returns 1 or 0; 0
+ * too when no binary can be read (nothing is printed). */
+int dw_func_has_local(struct dw_set *set, const char *func, const char *sym);
+
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a
  * script's own error (@error), missing debug info may be why a type was

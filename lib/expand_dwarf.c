@@ -73,12 +73,83 @@ static void do_dwarf(struct xctx *c, size_t at, enum dwop op,
 		buf_addf(out, "%lld", v);
 }
 
+/* Is the word at t[i, j) the keyword KW starting a top-level definition
+ * (not the ".function" of a probe point)? */
+static int definition_word(const char *t, size_t i, size_t j, const char *kw)
+{
+	size_t k = i;
+	if (j - i != strlen(kw) || memcmp(t + i, kw, j - i) != 0)
+		return 0;
+	while (k > 0 && (t[k - 1] == ' ' || t[k - 1] == '\t' || t[k - 1] == '\n'))
+		k--;
+	return k == 0 || t[k - 1] != '.';
+}
+
+/* The functions the probe whose body holds t[at] probes: NAME of each
+ * .function("NAME") and .statement("NAME@...") in its header, without
+ * "@..." and without wildcards (those are skipped).  Appended to NAMES;
+ * nothing when t[at] is not in a probe's body. */
+static void probed_functions(const char *t, size_t at, struct strv *names)
+{
+	static const char *const kw[] = { ".function(\"", ".statement(\"" };
+	size_t i = 0, head = 0, body = 0;
+	int depth = 0, in_probe = 0, closed;
+
+	while (i < at) {
+		if (comment_at(t, i, at, 0)) {
+			i = skip_comment(t, i, at);
+		} else if (t[i] == '"') {
+			i = skip_string(t, i, at, &closed);
+		} else if (t[i] == '%' && i + 1 < at && t[i + 1] == '{') {
+			const char *e = strstr(t + i, "%}");
+			i = e && (size_t)(e - t) < at ? (size_t)(e - t) + 2 : at;
+		} else if (t[i] == '{') {
+			if (depth++ == 0)
+				body = i;
+			i++;
+		} else if (t[i] == '}') {
+			if (depth > 0 && --depth == 0)
+				in_probe = 0;
+			i++;
+		} else if (depth == 0 && is_ident(t[i]) &&
+			   (i == 0 || !is_ident(t[i - 1]))) {
+			size_t j = i;
+			while (j < at && is_ident(t[j]))
+				j++;
+			if (definition_word(t, i, j, "probe")) {
+				in_probe = 1;
+				head = j;
+			} else if (definition_word(t, i, j, "function")) {
+				in_probe = 0;
+			}
+			i = j;
+		} else {
+			i++;
+		}
+	}
+	if (!in_probe || depth == 0 || body < head)
+		return;
+	for (size_t k = head; k < body; k++) {
+		for (size_t w = 0; w < sizeof(kw) / sizeof(kw[0]); w++) {
+			size_t n = strlen(kw[w]), e = k + n;
+			if (strncmp(t + k, kw[w], n) != 0)
+				continue;
+			while (e < body && !strchr("\"@\\\n", t[e]))
+				e++;
+			char *name = xstrndup(t + k + n, e - k - n);
+			if (*name && !strpbrk(name, "*?[$"))
+				strv_add(names, name);
+			free(name);
+		}
+	}
+}
+
 /* @var("sym") at t[i] whose '(' is at t[open]: "@var(\"sym@CU\",
- * \"MODULE\")" with the CU and module found in DWARF; unchanged when the
- * target's DWARF has no global "sym" (a probed function's parameter or
- * local, which stap resolves from the probe's context).  Returns the index
- * after it, or 0 when the call is not that form (stap's own forms stay as
- * they are). */
+ * \"MODULE\")" with the CU and module found in DWARF; unchanged when
+ * "sym" is a parameter or local of a function the enclosing probe probes,
+ * or the target's DWARF has no global "sym" (stap resolves it from the
+ * probe's context, or says it cannot).  Returns the index after it, or 0
+ * when the call is not that form (stap's own forms stay as they are). */
 static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 		     struct buf *out)
 {
@@ -109,10 +180,26 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 		hint("use -x PID, --master PID, --exec PATH or -c CMD, or "
 		     "write @var(\"%s@CU\", \"MODULE\")", sym);
 	} else {
+		struct strv fns = { 0 };
+		const char *ctx = NULL;
+		probed_functions(t, i, &fns);
+		for (size_t k = 0; k < fns.n && !ctx; k++)
+			if (dw_func_has_local(c->o->dw, fns.v[k], sym))
+				ctx = fns.v[k];
 		error_set_location(c->src->path, source_line(c->src, i));
-		int rc = dw_find_var(c->o->dw, sym, NULL, &mod, &cu);
+		int rc = ctx ? 1 : dw_find_var(c->o->dw, sym, NULL, &mod, &cu);
 		error_clear_location();
-		if (rc < 0) {
+		if (ctx) {
+			/* The probed function's own: stap reads it from the
+			 * probe's context (it shadows a global of that name,
+			 * as in C). */
+			info(1, "%s:%d: '%s' is a parameter or local of the "
+			     "probed function '%s': @var(\"%s\") left to stap",
+			     c->src->path, source_line(c->src, i), sym, ctx, sym);
+			buf_adds(out, "@var(");
+			add_quoted(out, sym);
+			buf_addc(out, ')');
+		} else if (rc < 0) {
 			c->errors++;
 		} else if (rc > 0) {
 			/* No global of that name: stap resolves it against
@@ -135,6 +222,7 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 			if (strv_find(&c->x->modules, mod) < 0)
 				strv_add(&c->x->modules, mod);
 		}
+		strv_free(&fns);
 	}
 	free(arg0);
 	add_newlines(out, t, i, close);

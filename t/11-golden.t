@@ -45,6 +45,7 @@ my @cases = (
 	['module-header-mismatch', [@I, "$C/module-header-mismatch.sxx", '--exec', $T, '--dump-src']],
 	['target-in-string',    ["$C/target-in-string.sxx", '--exec', $T, '--dump-src']],
 	['var-context',         ["$C/var-context.sxx", '--exec', $T, '--dump-src']],
+	['var-shadow',          ["$C/var-shadow.sxx", '--exec', $T, '--dump-src']],
 	['err-dwarf',           ["$C/err-dwarf.sxx", '--exec', $T, '--dump-src']],
 	['err-dwarf-module',    ["$C/err-dwarf-module.sxx", '--exec', $T, '--dump-src']],
 	['err-no-target',       ["$C/err-no-target.sxx", '--dump-src']],

@@ -63,6 +63,10 @@ sub check_census {
 		"$name: GC-managed total $p->{total} within 5% of collectgarbage(\"count\") $truth" or diag $o;
 	ok $p->{sum} && abs($p->{sum} - $truth) <= 0.05 * $truth,
 		"$name: census (objects, string table, VM state) $p->{sum} within 5% of $truth" or diag $o;
+	# every heap has both: the app's closures, the libraries' C functions
+	my ($lf, $cf) = map { $p->{type}{$_}{count} // 0 } 'Lua function', 'C function';
+	ok $lf > 0 && $cf > 0, "$name: Lua and C functions counted apart ($lf, $cf)" or diag $o;
+	ok !exists $p->{type}{function}, "$name: no line for functions of either kind";
 	my @order = @{ $p->{order} };
 	ok $p->{stall_us} > 0, "$name: the longest stall printed ($p->{stall_us} us)";
 	# LuaJIT's own allocator: every string of these apps is far below

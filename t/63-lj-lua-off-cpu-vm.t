@@ -6,7 +6,8 @@
 # split must hold within 3 points and the graph account for at least 80%
 # of the traced time.  Bad input: a target without LuaJIT (error at build
 # time), a target that exits mid-session, a thread blocked longer than the
-# session, and min_us (a runtime option) above every wait.
+# session, and min_us (a runtime option) above every wait.  Runtime
+# options: lines=1 (the blocking line), fullpath=1 with limit=2.
 use strict;
 use warnings;
 use FindBin;
@@ -55,8 +56,9 @@ if (my $ko = $ko{gc64}) {
 	# blocked in one usleep of 30 s: longer than the session
 	$vm->case(long => VM::staprun_sh(target => "$lj $run 1 jit long_wait", module => 'offcpu_gc64.ko',
 		ready => 'sleep 0.5'), files => [$ko], timeout => 30);
-	# min_us and lines are module globals: staprun MOD.ko min_us=N show_lines=1
-	for my $k (['min_us', 'min_us=100000'], ['lines', 'show_lines=1']) {
+	# min_us, lines, fullpath and limit are module globals: staprun MOD.ko
+	# min_us=N show_lines=1 show_fullpath=1 max_stacks=N
+	for my $k (['min_us', 'min_us=100000'], ['lines', 'show_lines=1'], ['fullpath', 'show_fullpath=1 max_stacks=2']) {
 		$vm->case($k->[0] => <<"SH", files => [$ko], timeout => 30);
 $lj $run 60 jit offcpu > target.log 2>&1 &
 pid=\$!
@@ -175,6 +177,19 @@ if (my $case = $c->{lines}) {
 		ok $all > 0 && $n == $all, "show_lines=1: the usleep call's line wait.lua:$line above wait.lua:$f ($n of $all us)"
 			or diag LjStacks::dump_stacks($p, 8);
 	}
+}
+
+# fullpath=1: chunks named by their full path; limit=2: the 2 heaviest
+# stacks printed (c's and b's)
+if (my $case = $c->{fullpath}) {
+	my $p = LjWait::parse($case->{output}, 'lj-lua-off-cpu');
+	is $case->{status}, 0, 'show_fullpath=1 max_stacks=2: status 0' or diag $case->{output};
+	my @rel = grep { /\.lua/ && !m{^(?:trace#\d+:)?/\S+\.lua} } map { @{ $_->{frames} } } @{ $p->{stacks} };
+	ok @{ $p->{stacks} } && !@rel, 'show_fullpath=1: every chunk is a full path' or diag $case->{output};
+	is scalar @{ $p->{stacks} }, 2, 'max_stacks=2: 2 stacks printed' or diag $case->{output};
+	my @top = sort map { my ($f) = grep { m{/t/apps/wait\.lua:[abc]$} } @{ $_->{frames} }; $f // '?' } @{ $p->{stacks} };
+	is_deeply \@top, ["$ROOT/t/apps/wait.lua:b", "$ROOT/t/apps/wait.lua:c"], "max_stacks=2: the heaviest, c's and b's"
+		or diag $case->{output};
 }
 
 # The real output as a pprof profile, read back by go tool pprof: the

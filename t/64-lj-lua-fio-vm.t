@@ -7,7 +7,10 @@
 # The files' names as leaves with files=1.  Bad input: a weight that is
 # neither us nor bytes.  A limit of one distinct stack (ljw_maxstacks=1, the
 # run-time value under --arg maxstacks): one stack printed, the bytes of
-# the others counted on stderr with the option that raises it.
+# the others counted on stderr with the option that raises it.  Writes
+# count, a pipe does not: read2() reads 2 MB and write1() writes 1 MB of
+# files, 2:1 by bytes within 2 points, while piped() moves 1 MB through a
+# pipe (FFI write and read), counted on stderr as not regular files.
 use strict;
 use warnings;
 use FindBin;
@@ -27,11 +30,12 @@ ok $ko, 'lj-lua-fio builds for luajit-gc64' or diag $vm->build_log;
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 my $run = "$ROOT/t/apps/wait-run.lua";
 sub fio_case {
-	my ($params) = @_;
+	my ($params, $fn) = @_;
+	$fn //= 'fio';
 	return <<"SH";
 head -c 2097152 /dev/urandom > data2
 head -c 1048576 /dev/urandom > data1
-$lj $run 60 jit fio "\$CASE" > target.log 2>&1 &
+$lj $run 60 jit $fn "\$CASE" > target.log 2>&1 &
 pid=\$!
 sleep 0.5
 timeout -s INT -k 10 30 staprun -x \$pid "\$VM_JOB"/fio_gc64.ko $params
@@ -46,6 +50,7 @@ if ($ko) {
 	$vm->case(bytes => fio_case('weight=bytes files=1'), files => [$ko], timeout => 30);
 	$vm->case(badweight => fio_case('weight=lines'), files => [$ko], timeout => 30);
 	$vm->case(few => fio_case('weight=bytes ljw_maxstacks=1'), files => [$ko], timeout => 30);
+	$vm->case(mixed => fio_case('weight=bytes', 'fio_mixed'), files => [$ko], timeout => 30);
 }
 my $r = $vm->run;
 is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
@@ -91,6 +96,19 @@ if (my $case = $c->{few}) {
 	my ($lost) = $o =~ /^WARNING: lj-lua-fio: 0 bytes in stacks truncated at depth \d+ \(printed\), 0 bytes in inconsistent stacks \(dropped\), (\d+) bytes in stacks beyond the first 1 distinct ones \(dropped; --arg maxstacks=N raises it\)$/m;
 	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;
 	is(($printed // 0) + ($lost // 0), $all // -1, 'maxstacks 1: printed + left out = all bytes with a Lua stack') or diag $o;
+}
+if (my $case = $c->{mixed}) {
+	my $o = $case->{output};
+	my $p = LjWait::parse($o, 'lj-lua-fio');
+	is $case->{status}, 0, 'writes: staprun status 0' or diag $o;
+	is_deeply LjStacks::bad($p, 'writes'), [], 'writes: well-formed lj-lua-stacks output';
+	my ($r2, $w1, $pipe) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 write1 piped);
+	ok abs($r2 - 66.7) <= 2, sprintf('writes: read2 %.1f%% of the bytes (66.7 +- 2)', $r2) or diag LjStacks::dump_stacks($p, 8);
+	ok abs($w1 - 33.3) <= 2, sprintf('writes: write1 %.1f%% of the bytes (33.3 +- 2)', $w1);
+	is $pipe, 0, 'writes: nothing under piped() (a pipe is not file I/O)' or diag LjStacks::dump_stacks($p, 8);
+	my ($other) = $o =~ /(\d+) calls on files that are not regular \(not counted\)/;
+	ok $other && $other >= 32, 'writes: the pipe\'s reads and writes counted on stderr as not regular files (' . ($other // '?') . ')'
+		or diag $o;
 }
 
 done_testing;

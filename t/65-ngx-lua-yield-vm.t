@@ -5,7 +5,11 @@
 # and ngx.sleep(0.001): 2:1 of the time yielded within 5 points, under
 # C:ngx_http_lua_ngx_sleep (what they waited on).  One connection: with
 # four, each yield waited about 0.7 ms more than it asked for (timers and
-# other requests under TCG), 58.9:41.1.  Bad input: a target without LuaJIT.
+# other requests under TCG), 58.9:41.1.  Then /waits: cosocket() reads
+# /slow of the same server over a cosocket (which sleeps 0.002 s), waiter()
+# waits in ngx.thread.wait for a light thread that sleeps 0.001 s: each
+# named by what it waited on (the cosocket's receive, uthread_wait).  Bad
+# input: a target without LuaJIT.
 use strict;
 use warnings;
 use FindBin;
@@ -30,6 +34,12 @@ ok $ko, 'ngx-lua-yield builds for nginx' or diag $vm->build_log;
 
 $vm->case(yield => VM::nginx_up(conf => 't/apps/wait.conf', url => '/yield')
 	. VM::under_wrk('-t1 -c1 http://127.0.0.1:8080/yield', 'timeout -s INT -k 10 30 staprun -x $worker "$VM_JOB"/yield_ngx.ko')
+	. VM::nginx_down() . <<'SH', files => [$ko], timeout => 60) if $ko;
+grep -E '\[(alert|emerg|crit|error)\]' logs/error.log | sed 's/^/# /'
+exit $rc
+SH
+$vm->case(waits => VM::nginx_up(conf => 't/apps/wait.conf', url => '/waits')
+	. VM::under_wrk('-t1 -c1 http://127.0.0.1:8080/waits', 'timeout -s INT -k 10 30 staprun -x $worker "$VM_JOB"/yield_ngx.ko')
 	. VM::nginx_down() . <<'SH', files => [$ko], timeout => 60) if $ko;
 grep -E '\[(alert|emerg|crit|error)\]' logs/error.log | sed 's/^/# /'
 exit $rc
@@ -59,6 +69,25 @@ if (my $case = $r->{cases}{yield}) {
 	my $root = LjStacks::count_with($p, sub { $_[-1] =~ /^content_by_lua\(wait\.conf:\d+\)$/ });
 	is $root, $p->{total}, 'every stack rooted at the content_by_lua chunk';
 	note sprintf('sleep2 %.1f%% sleep1 %.1f%% of %d us in %d yields', $s2, $s1, $p->{total}, $w->{waits} // 0);
+}
+if (my $case = $r->{cases}{waits}) {
+	my $o = $case->{output};
+	my $p = LjWait::parse($o, 'ngx-lua-yield');
+	is $case->{status}, 0, 'waits: staprun status 0' or diag $o;
+	unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'waits: no errors in error.log';
+	is_deeply LjStacks::bad($p, 'waits'), [], 'waits: well-formed lj-lua-stacks output';
+	my %us;
+	for my $k (['cosocket', 'C:ngx_http_lua_socket_tcp_receive', 'wait.lua:cosocket'],
+		   ['thread.wait', 'C:ngx_http_lua_uthread_wait', 'wait.lua:waiter'],
+		   ['the light thread', 'C:ngx_http_lua_ngx_sleep', 'wait.lua:napper']) {
+		my ($what, $leaf, $fn) = @$k;
+		$us{$what} = LjStacks::count_with($p, sub { $_[0] eq $leaf && grep { $_ eq $fn } @_ });
+		ok $us{$what} > 0, "waits: $fn waits on $what, under $leaf ($us{$what} us)"
+			or diag LjStacks::dump_stacks($p, 10);
+	}
+	ok $us{cosocket} > $us{'thread.wait'}, 'waits: the cosocket (a 2 ms request) waits longer than thread.wait (1 ms)'
+		or diag LjStacks::dump_stacks($p, 10);
+	note sprintf('waits: %s', join ', ', map { "$_ $us{$_} us" } sort keys %us);
 }
 
 done_testing;

@@ -1,5 +1,5 @@
 -- Drives t/apps/wait.lua from the luajit CLI:
---   luajit wait-run.lua SECONDS jit|nojit offcpu|fio|long [DIR]
+--   luajit wait-run.lua SECONDS jit|nojit offcpu|fio|fio_mixed|long_wait [DIR]
 -- runs that function of wait.lua for SECONDS (DIR: where fio's data1 and
 -- data2 are).
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
