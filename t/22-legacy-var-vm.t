@@ -7,7 +7,8 @@
 #     while @var("ngx_pid") of a global still gets its module and CU;
 #   a module whose "// module" header names another module loads with a
 #     warning (stapxx's own nginx/lua.sxx says 'nginx.config').
-# Entry probes only (.return probes do not work with -r KREL yet).
+# (Return probes and kernel probes: t/36; a parameter that shadows a
+# global: golden var-shadow in t/11.)
 use strict;
 use warnings;
 use FindBin;

@@ -123,27 +123,14 @@ for my $b (qw(gc64 nogc64)) {
 }
 
 # options
-# An option that drops samples (OPT: nojit=1, nointerp=1): status 0, most
-# samples (WHAT) dropped, no FRAMES printed (IS_FRAME picks them out of a
-# stack).  Returns the parsed output.
-sub check_dropping {
-	my ($case, $opt, $what, $frames, $is_frame) = @_;
-	my $p = LjStacks::parse($case->{output});
-	is $case->{status}, 0, "$opt: status 0" or diag $case->{output};
-	my $st = $p->{stats} // {};
-	ok(($st->{dropped} // 0) >= 0.9 * ($st->{samples} // 1e9), "$opt: $what samples dropped ($st->{dropped} of $st->{samples})")
-		or diag $case->{output};
-	is LjStacks::count_with($p, $is_frame), 0, "$opt: no $frames printed";
-	return $p;
-}
 if (my $case = $c->{opt_nojit}) {
-	my $p = check_dropping($case, 'nojit=1', 'JIT', 'trace frames', sub { grep { /^trace#/ } @_ });
-	ok @{ $p->{stacks} } <= 2, 'limit=2: at most 2 stacks printed';
-	my @rel = grep { /\.lua/ && !m{^(?:trace#\d+:)?/\S+\.lua} } map { @{ $_->{frames} } } @{ $p->{stacks} };
-	is_deeply \@rel, [], 'fullpath=1: every chunk is a full path' or diag $case->{output};
+	is $case->{status}, 0, 'nojit=1 fullpath=1 limit=2: status 0' or diag $case->{output};
+	LjStacks::check_options('options', LjStacks::parse($case->{output}));
 }
 if (my $case = $c->{opt_nointerp}) {
-	check_dropping($case, 'nointerp=1', 'interpreter', 'interpreter leaves', sub { $_[0] =~ /^C:lj_BC_/ });
+	is $case->{status}, 0, 'nointerp=1: status 0' or diag $case->{output};
+	LjStacks::check_dropping('nointerp=1', LjStacks::parse($case->{output}), 'interpreter', 'interpreter leaves',
+		sub { $_[0] =~ /^C:lj_BC_/ });
 }
 
 # hz: timer.profile (1000 samples/s on this kernel) by default, 250 with hz=250

@@ -134,7 +134,16 @@ is($r->{duration}, '30s', 'blocks merged: up to the last end');
 is($r->{period}, 10000000, 'header hz=100');
 is_deeply($r->{stacks}{'content_by_lua(nginx.conf:27);test.lua:main;test.lua:foo;test.lua:heavy;trace#1:test.lua:15'},
           [1300, 13000000000], 'blocks merged: counts added');
-my ($o, $e, $rc) = run("$pprof --split $out/split $fx/split.txt");
+# util/fold and util/flamegraph pass over the headers: the whole session
+my ($o, $e, $rc) = run("$ROOT/util/fold $fx/split.txt");
+is($o, "content_by_lua(nginx.conf:27);test.lua:main;test.lua:bar;test.lua:heavy;trace#1:test.lua:15 330\n"
+     . "content_by_lua(nginx.conf:27);test.lua:main;test.lua:foo;test.lua:heavy;trace#1:test.lua:15 1300\n",
+   'util/fold: the blocks of a periodic profile merged, headers skipped') or diag($e);
+($o, $e, $rc) = run("$ROOT/util/flamegraph $fx/split.txt");
+is($rc, 0, 'util/flamegraph draws a periodic profile') or diag($e);
+like($o, qr/<title>all \(1,630 samples, 100.00%\)<\/title>/, 'util/flamegraph: every block counted (1,630 samples)')
+	or diag(substr($o, 0, 2000));
+($o, $e, $rc) = run("$pprof --split $out/split $fx/split.txt");
 is($rc, 0, '--split') or diag($e);
 my @files = map { s{.*/}{}r } sort glob("$out/split/*.pb.gz");
 is_deeply(\@files, [map { "17950000${_}0000000000.pb.gz" } 0, 1, 2], '--split: DIR/START_NS.pb.gz per block');

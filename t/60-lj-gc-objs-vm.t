@@ -133,6 +133,8 @@ for my $b (qw(nogc64)) {
 	my $p = check_census("cli $b", $case, $count // 1);
 	ok $p->{type}{string}{count} >= 50000, "cli $b: the 50000 strings counted";
 	ok $p->{type}{table}{count} >= 10000, "cli $b: the 10000 tables counted";
+	like $o, qr/^  string 0x[0-9a-f]+: \d+ bytes ",\\t\\n\\x01z{30,}"$/m,
+		"cli $b: the biggest string's preview escaped (';' as ',', control bytes as \\t \\n \\xHH)" or diag $o;
 }
 
 done_testing;

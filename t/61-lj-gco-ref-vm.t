@@ -10,8 +10,9 @@
 #   (t/apps/leak/hostile.lua): a cycle, a weak-valued table, a metatable,
 #   two closures sharing an upvalue, a coroutine holding data on its stack
 #   (under "[stack] hostile.lua:LINE", the line of the coroutine's
-#   function), cdata: the walk terminates, each big object is counted
-#   once, on the expected path.
+#   function), cdata, a key with control bytes (escaped), a number key
+#   ([N]) and a table key ([table]): the walk terminates, each big object
+#   is counted once, on the expected path.
 # - --master with two nginx workers: the workers walked one after the
 #   other, each worker's paths under its own "worker PID" root frame, each
 #   with the heaviest path and the bytes under foo as above (against that
@@ -145,6 +146,9 @@ for my $b (qw(gc64 nogc64)) {
 		'metatable __index' => [['.withmt', '[metatable]', '.__index'], 60001, 60001],
 		'shared upvalue, once' => [[], 70001, 70001],
 		'coroutine stack' => [['.co', "[stack] hostile.lua:$co_line"], 80001, 80001],
+		'a key with ";", a newline and \\1, escaped' => [['[env]', '.ctl', '.a,b\n\x01'], 40001, 40001],
+		'a number key' => [['[env]', '.nums', '[N]'], 30001, 30001],
+		'a table key' => [['[env]', '.tkey', '[table]'], 20001, 20001],
 	);
 	for my $k (sort keys %exp) {
 		my ($seq, $lo) = @{ $exp{$k} };
@@ -165,6 +169,7 @@ for my $b (qw(gc64 nogc64)) {
 	my $cd = LjStacks::count_with($p, sub { join(';', @_) eq 'cdata;[env];main thread;GC roots' });
 	ok $cd >= 90000 && $cd < 91000, "cli $b: cdata char[90000] in the globals table ($cd bytes)";
 	my $big = LjStacks::count_with($p, sub { $_[0] eq 'string' });
-	ok $big < 100001 + 50001 + 60001 + 70001 + 80001 + 200000, "cli $b: no big string counted twice ($big string bytes)";
+	ok $big < 100001 + 50001 + 60001 + 70001 + 80001 + 40001 + 30001 + 20001 + 200000,
+		"cli $b: no big string counted twice ($big string bytes)";
 }
 done_testing;

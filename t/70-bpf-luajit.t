@@ -6,7 +6,8 @@
 # t/40, shares within 2 points); frame shapes of t/apps/edge.lua
 # (coroutines continued into their resumer after a [resume] frame, pcall,
 # tail calls, varargs, metamethods, recursion cut at depth with a
-# [truncated] root frame).
+# [truncated] root frame); the options nojit, nointerp, fullpath, limit and
+# hz.
 use strict;
 use warnings;
 use FindBin;
@@ -60,6 +61,19 @@ for my $b (qw(gc64 nogc64)) {
 	ok $sqrt > 0 && $sqrt > $other, "$b ffi: C:sqrt leaves on a trace frame ($sqrt; other native leaves $other)";
 	$p = sample("$b lines", [$lj, $run, $secs, 'jit', 'plain', $NJIT], 'lines=1');
 	LjStacks::check_seed("$b lines=1", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 1);
+}
+
+# options: nojit/fullpath/limit on a JIT workload, nointerp on an
+# interpreted one (as t/40), hz=99
+{
+	my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
+	my $p = sample('options', [$lj, $run, $T + 4, 'jit', 'plain', $NJIT], 'nojit=1', 'fullpath=1', 'limit=2');
+	LjStacks::check_options('options', $p);
+	$p = sample('nointerp=1', [$lj, $run, $T + 4, 'nojit', 'plain', $N], 'nointerp=1');
+	LjStacks::check_dropping('nointerp=1', $p, 'interpreter', 'interpreter leaves', sub { $_[0] =~ /^C:lj_BC_/ });
+	$p = sample('hz=99', [$lj, $run, $T + 4, 'jit', 'plain', $NJIT], 'hz=99');
+	my $n = ($p->{stats} // {})->{samples} // 0;
+	ok $n >= 0.6 * 99 * $T && $n <= 1.4 * 99 * $T, "hz=99: $n samples in $T s (99/s)";
 }
 
 # frame shapes, JIT on and off

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lj-lua-stacks --runtime=bpf on this host: what is not a normal session.
 # A target without LuaJIT, an unprivileged user, a script without a native
-# implementation, a target that exits mid-session, a chunk name with a ';'
-# and control bytes (printed escaped), bad --arg values.
+# implementation, a kernel without BTF, a target that exits mid-session, a
+# chunk name with a ';' and control bytes (printed escaped), bad --arg
+# values.
 use strict;
 use warnings;
 use FindBin;
@@ -36,6 +37,21 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 	like $err, qr/^stap\+\+: error: --runtime=bpf needs root, or the capabilities CAP_BPF and CAP_PERFMON/m,
 		'unprivileged: the error names root and the capabilities' or diag $err;
 	like $err, qr/^hint: run stap\+\+ with sudo/m, 'unprivileged: a hint';
+}
+
+# a kernel without BTF (/sys/kernel/btf hidden under an empty tmpfs in a
+# mount namespace of its own): clear error, exit 1, nothing loaded
+{
+	my $pid = Bpf::spawn($lj, "$ROOT/t/apps/run.lua", 10, 'jit', 'plain');
+	my ($st, $out, $err) = run_cmd('unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+		'mount -t tmpfs none /sys/kernel/btf && exec "$@"', 'sh',
+		"$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $pid, '--arg', 'time=1');
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	is $st, 1, 'no BTF: exit 1' or diag $err;
+	like $err, qr{^stap\+\+: error: this kernel has no BTF \(/sys/kernel/btf/vmlinux\): the eBPF backend needs it$}m,
+		'no BTF: the error says so' or diag $err;
+	like $err, qr/^hint: use the SystemTap backend \(without --runtime=bpf\)/m, 'no BTF: a hint names the other backend';
 }
 
 # a script without a native implementation

@@ -37,6 +37,17 @@ Sum of the counts of the stacks for which CODE->(frames) is true.
 
 Whether FRAMES holds the frames SEQ consecutively (innermost first).
 
+=item C<check_dropping(NAME, P, WHAT, FRAMES, IS_FRAME)>
+
+Tests of an option that drops samples (nojit=1, nointerp=1) in P: at
+least 90% of the samples (WHAT: "JIT", "interpreter") counted as dropped,
+and no FRAMES printed (IS_FRAME->(frames) picks them out of a stack).
+
+=item C<check_options(NAME, P)>
+
+Tests of nojit=1 fullpath=1 limit=2 on a JIT workload in P: JIT samples
+dropped, at most 2 stacks, every chunk named by its full path.
+
 =back
 
 =cut
@@ -268,6 +279,23 @@ sub check_edge {
 	});
 	Test::More::is($unrooted, 0, "$name: all other stacks rooted at C:pmain <- edge.lua")
 		or Test::More::diag(dump_stacks($p, 10));
+}
+
+sub check_dropping {
+	my ($name, $p, $what, $frames, $is_frame) = @_;
+	my $st = $p->{stats} // {};
+	Test::More::ok(($st->{dropped} // 0) >= 0.9 * ($st->{samples} // 1e9),
+		"$name: $what samples dropped (" . ($st->{dropped} // '?') . ' of ' . ($st->{samples} // '?') . ')')
+		or Test::More::diag(dump_stacks($p, 5));
+	Test::More::is(count_with($p, $is_frame), 0, "$name: no $frames printed");
+}
+
+sub check_options {
+	my ($name, $p) = @_;
+	check_dropping("$name nojit=1", $p, 'JIT', 'trace frames', sub { grep { /^trace#/ } @_ });
+	Test::More::ok(@{ $p->{stacks} } <= 2, "$name limit=2: at most 2 stacks printed");
+	my @rel = grep { /\.lua/ && !m{^(?:trace#\d+:)?/\S+\.lua} } map { @{ $_->{frames} } } @{ $p->{stacks} };
+	Test::More::is_deeply(\@rel, [], "$name fullpath=1: every chunk is a full path") or Test::More::diag(dump_stacks($p, 5));
 }
 
 sub dump_stacks {

@@ -7,9 +7,12 @@
 -- for 100 iterations) so that the collector steps, where lj-gc-objs walks.
 -- The collector runs without pause (setpause 100) and fast (setstepmul
 -- 1000), so that little garbage accumulates; at the end "count BYTES" again.
+-- The biggest string (5001 bytes) starts with a ';', a tab, a newline and
+-- the byte 1: its preview is printed escaped (",\t\n\x01zzz...").
 local secs = tonumber(arg[1]) or 5
 local strs, tabs = {}, {}
 for i = 1, 50000 do strs[i] = "str " .. i end
+strs[50001] = ";\t\n\1" .. string.rep("z", 4997)
 for i = 1, 10000 do tabs[i] = { i, i + 1, x = i } end
 collectgarbage()
 collectgarbage()

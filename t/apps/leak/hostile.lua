@@ -12,6 +12,10 @@
 --   co       a suspended coroutine holding data = {80001-byte string} in a
 --            local on its stack
 --   cd       cdata: char[90000]
+--   ctl      under the key "a;b\n\1" (printed escaped: .a,b\n\x01), a
+--            table holding a 40001-byte string
+--   nums     under the number key 7 ([N]): 30001 bytes
+--   tkey     under a table key ([table]): 20001 bytes
 -- then "ready" and SECONDS of a little garbage so that the collector steps.
 local ffi = require("ffi")
 local secs = tonumber(arg[1]) or 5
@@ -34,6 +38,9 @@ local function build()
     end)
     coroutine.resume(co)
     cd = ffi.new("char[?]", 90000)
+    ctl = { ["a;b\n\1"] = { string.rep("e", 40000) .. "1" } }
+    nums = { [7] = { string.rep("n", 30000) .. "1" } }
+    tkey = { [{}] = { string.rep("t", 20000) .. "1" } }
 end
 build()
 collectgarbage()
