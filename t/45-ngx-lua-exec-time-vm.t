@@ -104,7 +104,7 @@ CASE: {
 	my $c = $r->{cases}{spin} or do { fail('no spin case'); last CASE };
 	my $o = $c->{output};
 	is $c->{status}, 0, 'spin: staprun status 0' or diag $o;
-	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua content, rewrite and access handlers until Ctrl-C$/m,
+	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua content, rewrite and access handlers; press Ctrl-C to stop$/m,
 		'spin: says what it times on stderr';
 	my $p = $p{spin} = parse($o);
 	is "@$p{qw(calls done yielded declined errors)}", '20 20 0 0 0',
