@@ -538,23 +538,29 @@ int lj_sample(void *ctx)
 		base = rdref(g + cfg.G_jit_base, &f);
 		if (!base || !base_ok(L, base, &f))
 			base = rdref(L + cfg.L_base, &f);
-	} else if (vmstate == cfg.vmst_interp && vm) {
-		__u64 bx = regs->bx;
-		base = regs->dx;
-		if (!cfg.gc64) {
-			base &= 0xffffffffULL;
-			bx &= 0xffffffffULL;
-		}
-		if (!base_ok(L, base, &f)) {
+	} else {
+		__u64 cf;
+		if (vmstate == cfg.vmst_interp && vm) {
+			__u64 bx = regs->bx;
+			base = regs->dx;
+			if (!cfg.gc64) {
+				base &= 0xffffffffULL;
+				bx &= 0xffffffffULL;
+			}
+			if (base_ok(L, base, &f)) {
+				w->topflags = LJB_PC_INS;
+				w->toppc = bx;
+				goto walk;
+			}
 			if (f)
 				goto skip_read;
-			count(LJB_N_F_BASE, 1);
-			goto skipped;
+			/* BASE is no frame of cur_L: the VM is between two
+			 * threads (resume and yield set cur_L before they
+			 * load BASE); the thread's saved L->base is its
+			 * consistent state, as for C code (the tapset does
+			 * the same) */
 		}
-		w->topflags = LJB_PC_INS;
-		w->toppc = bx;
-	} else {
-		__u64 cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
+		cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
 		base = rdref(L + cfg.L_base, &f);
 		if (cf) {
 			__u64 ins = rdref(cf + cfg.cf_pc, &f);
@@ -564,6 +570,7 @@ int lj_sample(void *ctx)
 			}
 		}
 	}
+walk:
 	if (f)
 		goto skip_read;
 	w->L = L;

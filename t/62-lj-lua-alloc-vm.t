@@ -105,10 +105,12 @@ if (my $case = $c->{err}) {
 		'err: the sample says its report covers the time before the error' or diag $o;
 	my $p = LjStacks::parse(join "\n", grep { !/^(?:start|time [\d.]+)$/ } split /\n/, $o);
 	is_deeply LjStacks::bad($p, 'err', $o), [], 'err: well-formed stacks' or diag $o;
-	my $one = LjStacks::count_with($p, sub { grep { $_ eq 'alloc.lua:one' } @_ });
-	my $two = LjStacks::count_with($p, sub { grep { $_ eq 'alloc.lua:two' } @_ });
-	ok $one > 0 && $two > 0, "err: the bytes sampled before the error are printed (one() $one, two() $two)" or diag $o;
-	like $o, qr/^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; [1-9]\d* samples/m, 'err: the summary is printed' or diag $o;
+	# (when the guard trips depends on the host's load: in CI it tripped
+	# during luajit's start-up, before one() and two() ran)
+	my ($samples) = $o =~ /^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; (\d+) samples of $RATE bytes/m;
+	ok $samples, 'err: the summary is printed, with the samples taken (' . ($samples // '?') . ')' or diag $o;
+	ok $p->{total} > 0 && $p->{total} <= ($samples // 0) * $RATE,
+		"err: the bytes sampled before the error are printed ($p->{total})" or diag $o;
 }
 if (my $case = $c->{few}) {
 	my $o = $case->{output};
