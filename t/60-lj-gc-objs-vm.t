@@ -59,6 +59,7 @@ sub check_census {
 	my $p = LjGc::parse_census($o);
 	like $o, qr/walk complete/, "$name: the walk completes" or diag $o;
 	is $p->{faults}, 0, "$name: no faults" or diag $o;
+	note "$name: read again: $p->{read_again} slices (docs/lj-gc-objs.md)" if $p->{read_again};
 	ok $p->{total} && abs($p->{total} - $truth) <= 0.05 * $truth,
 		"$name: GC-managed total $p->{total} within 5% of collectgarbage(\"count\") $truth" or diag $o;
 	ok $p->{sum} && abs($p->{sum} - $truth) <= 0.05 * $truth,

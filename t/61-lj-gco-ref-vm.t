@@ -69,9 +69,9 @@ sub common {
 	my ($nf) = $o =~ /^WARNING: lj-gco-ref: (\d+) faults$/m;
 	my %f = reverse $o =~ /^WARNING: lj-gco-ref: fault \((\d+)\): (.*)$/mg;
 	# One CI run (of a static nginx heap: no Lua ran during the walk) met
-	# one unreadable string in a table slot, cause not found (docs/
-	# lj-gco-ref.md); a fault skips only that slot, and at most one is let
-	# pass here, noted
+	# one unreadable string in a table slot (docs/lj-gco-ref.md: likely a
+	# page briefly not present); a failed read is now done again at the
+	# next slice, then skips only its slot: at most one is let pass here
 	my @value = grep { /^unreadable value \(skipped\)/ } keys %f;
 	my $nvalue = 0;
 	$nvalue += $f{$_} for @value;

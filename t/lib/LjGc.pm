@@ -187,6 +187,8 @@ sub parse_census {
 			@p{qw(slices stall_us)} = ($1, $2);
 		} elsif ($l =~ /^faults: (\d+)$/) {
 			$p{faults} = $1;
+		} elsif ($l =~ /^read again: (\d+) slices/) {
+			$p{read_again} = $1;
 		}
 	}
 	return \%p;
