@@ -76,13 +76,17 @@ if (my $case = $r->{cases}{waits}) {
 	is $case->{status}, 0, 'waits: staprun status 0' or diag $o;
 	unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'waits: no errors in error.log';
 	is_deeply LjStacks::bad($p, 'waits'), [], 'waits: well-formed lj-lua-stacks output';
+	# the light thread's function is named by its line (no caller's
+	# bytecode names it), continued into its spawner after [resume]
+	my $napper = LjStacks::line_of("$ROOT/t/apps/wait.lua", qr/^local function napper\(\)/);
 	my %us;
 	for my $k (['cosocket', 'C:ngx_http_lua_socket_tcp_receive', 'wait.lua:cosocket'],
 		   ['thread.wait', 'C:ngx_http_lua_uthread_wait', 'wait.lua:waiter'],
-		   ['the light thread', 'C:ngx_http_lua_ngx_sleep', 'wait.lua:napper']) {
-		my ($what, $leaf, $fn) = @$k;
-		$us{$what} = LjStacks::count_with($p, sub { $_[0] eq $leaf && grep { $_ eq $fn } @_ });
-		ok $us{$what} > 0, "waits: $fn waits on $what, under $leaf ($us{$what} us)"
+		   ['the light thread', 'C:ngx_http_lua_ngx_sleep', "wait.lua:$napper", '[resume]',
+		    'C:ngx_http_lua_uthread_spawn', 'wait.lua:waiter']) {
+		my ($what, @seq) = @$k;
+		$us{$what} = LjStacks::count_with($p, sub { $_[0] eq $seq[0] && LjStacks::has_seq(\@_, @seq) });
+		ok $us{$what} > 0, "waits: $what: " . join(' <- ', @seq) . " ($us{$what} us)"
 			or diag LjStacks::dump_stacks($p, 10);
 	}
 	ok $us{cosocket} > $us{'thread.wait'}, 'waits: the cosocket (a 2 ms request) waits longer than thread.wait (1 ms)'

@@ -122,7 +122,8 @@ end
 
 local function waiter()
     local t = ngx.thread.spawn(napper)
-    return ngx.thread.wait(t)
+    local ok = ngx.thread.wait(t)   -- not a tail call: waiter() keeps its frame
+    return ok
 end
 
 function _M.waits()
