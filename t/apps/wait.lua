@@ -3,7 +3,7 @@
 -- off-CPU: a(), b(), c() block in FFI usleep(U) 5, 10 and 15 times (1:2:3:
 -- the same call, so its overhead splits 1:2:3 too).  File I/O: read2()
 -- reads a 2 MB file, read1() a 1 MB one.  Yield (nginx): sleep2() and
--- sleep1() yield in ngx.sleep(0.002) and ngx.sleep(0.001).
+-- sleep1() yield in ngx.sleep(0.02) and ngx.sleep(0.01).
 local _M = { U = 2000 }
 
 local ffi = require "ffi"
@@ -92,11 +92,11 @@ function _M.long_wait()
 end
 
 local function sleep2()
-    ngx.sleep(0.002)
+    ngx.sleep(0.02)
 end
 
 local function sleep1()
-    ngx.sleep(0.001)
+    ngx.sleep(0.01)
 end
 
 function _M.yield()
