@@ -8,8 +8,11 @@
 #                        PROVE_JOBS=1 runs them one at a time
 #   make check           run the host-only tests: every t/*.t without "-vm"
 #                        in its name (no VM boots; PROVE_FLAGS= as for test)
+#   make test REPEAT=N   run the VM and eBPF tests N times; failures per file
+#   make test-fresh      make demo and make test in a fresh Debian 12 root
 #   make deps            install packages and build the debug targets (root)
-#   make demo            draw a Lua flame graph of the seed app (root)
+#   make demo            draw a Lua flame graph of the seed app (root;
+#                        make demo and make test run make deps first)
 #   make bench           stap++ preprocessing + DWARF resolution time
 #   make bench-overhead  sampling overhead on the seed app, in the VM
 #   make bench-offcpu    lj-lua-off-cpu's overhead on the seed app, in the VM
@@ -104,7 +107,7 @@ util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $(PPROF_SRCS) $(FLAME_COMMON) $(LDLIBS) -lprotobuf-c -lz
 
 # Three jobs: the VM tests in two chains, and the host tests in a third.
-# The two VM chains take turns on the one VM (util/vm-run's lock), and one
+# The two VM chains take turns on the one VM (dev/vm-run's lock), and one
 # chain builds its modules while the other's VM runs (a VM test keeps
 # about 1.4 of the 2 cores busy).  VM_CHAIN_A lists the first chain; every
 # other test with -vm in its name is in the second.  (With 'par=**' for the
@@ -112,8 +115,20 @@ util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_
 # had started.)  PROVE_JOBS=1: one test at a time.
 PROVE_JOBS ?= 3
 VM_CHAIN_A = t/{18,22,30,31,32,33,36,40,43,44,63,64,65}-*.t
-test: all
-	prove -j$(PROVE_JOBS) --timer --rules='seq=$(VM_CHAIN_A)' --rules='seq=t/*-vm*.t' --rules='seq=**' $(PROVE_FLAGS) t/
+# make demo and make test are the README's first commands, so on a fresh
+# machine they install what is missing (dev/deps: idempotent, a few seconds
+# when nothing is) before anything is built: 'all' needs cc, clang and
+# libbpf, which dev/deps installs.  REPEAT=N runs the VM and eBPF tests N
+# times and prints each file's failures (dev/test-repeat).
+PROVE_RULES = --rules='seq=$(VM_CHAIN_A)' --rules='seq=t/*-vm*.t' --rules='seq=**'
+test:
+	dev/deps
+	$(MAKE) all
+ifeq ($(REPEAT),)
+	prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/
+else
+	dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS)
+endif
 
 # Tests that boot the VM have "-vm" in their name; the rest run on the host.
 HOST_TESTS = $(strip $(foreach t,$(sort $(wildcard t/*.t)),$(if $(findstring -vm,$(t)),,$(t))))
@@ -122,35 +137,44 @@ check: all
 	prove $(PROVE_FLAGS) $(HOST_TESTS)
 
 deps:
-	util/deps
+	dev/deps
 
-demo: all
-	util/demo
+demo:
+	dev/deps
+	$(MAKE) all
+	dev/demo
+
+# The README's two commands as a new user runs them: in a fresh Debian 12
+# root made by debootstrap (minbase, plus git and make), in a mount
+# namespace.  Not part of 'make test' (it downloads and builds everything
+# again: about 30 min).
+test-fresh:
+	dev/test-fresh
 
 bench: all
-	util/bench-stap++
+	dev/bench-stap++
 
 bench-overhead: all
-	util/bench-overhead
+	dev/bench-overhead
 
 bench-flamegraph: all
-	util/bench-flamegraph
+	dev/bench-flamegraph
 
 bench-overhead-bpf: all
-	util/bench-overhead-bpf
+	dev/bench-overhead-bpf
 
 bench-gc: all
-	util/bench-gc
+	dev/bench-gc
 
 bench-alloc:
-	util/bench-alloc
+	dev/bench-alloc
 
 MINUTES ?= 10
 soak: all
-	util/soak -m $(MINUTES) $(SOAK_FLAGS)
+	dev/soak -m $(MINUTES) $(SOAK_FLAGS)
 
 bench-offcpu: all
-	util/bench-offcpu
+	dev/bench-offcpu
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)
@@ -190,4 +214,4 @@ fuzz: fuzz/out/expand_fuzz fuzz/out/flame_fuzz
 	fuzz/out/expand_fuzz $(FUZZ_RUN) fuzz/out/corpus fuzz/corpus
 	fuzz/out/flame_fuzz $(FUZZ_RUN) fuzz/out/flame-corpus fuzz/flame-corpus
 
-.PHONY: all test check deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean
+.PHONY: all test test-fresh check deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean

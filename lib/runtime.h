@@ -29,7 +29,7 @@ int runtime_fix(const char *krelease, char **dir_out);
 /*
  * kernel_arg - resolve stap++'s -r ARG, which is either a kernel release
  * ("6.1.0-56-amd64") or, when it contains a '/', a kernel build tree (stap's
- * -r DIR; util/deps makes build/kernel/KREL).  For a release: *tree_out =
+ * -r DIR; dev/deps makes build/kernel/KREL).  For a release: *tree_out =
  * NULL and *krel_out = a copy of ARG.  For a tree: *tree_out = its absolute
  * path (stap takes only absolute ones) and *krel_out = the release in
  * DIR/include/config/kernel.release, which is what stap uses too.  Both

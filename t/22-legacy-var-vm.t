@@ -68,7 +68,7 @@ exit \$st
 SH
 
 my $r = $vm->run;
-is($r->{status}, 0, 'util/vm-run: the case ran, no kernel errors') or diag($r->{stderr});
+is($r->{status}, 0, 'dev/vm-run: the case ran, no kernel errors') or diag($r->{stderr});
 my $c = $r->{cases}{nginx};
 my $o = $c->{output};
 is($c->{status}, 0, 'staprun: exit 0') or diag($o);

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# util/vm-run itself: the interface (usage errors, --kernel-release), then
+# dev/vm-run itself: the interface (usage errors, --kernel-release), then
 # one boot checking the guest environment, output, exit status and the job
 # dir; one boot from a copy of the repository under /tmp (the guest's /tmp
 # tmpfs must not hide it) stopped with SIGTERM; one boot that times out.
@@ -16,7 +16,7 @@ use File::Path qw(make_path remove_tree);
 
 my $vm = VM->new;
 my $out = $vm->out;
-my $run = "$ROOT/util/vm-run";
+my $run = "$ROOT/dev/vm-run";
 my $in_out = { cwd => $out, merge => 1 };    # run_cmd in $out, one output
 
 spit("$out/data.txt", "host data\n");
@@ -57,7 +57,7 @@ echo "pwd=\$(pwd)"
 echo "kernel=\$(uname -r)"
 echo "user=\$(id -u)"
 echo "data=\$(cat data.txt)"
-echo "repo=\$(test -x $ROOT/util/vm-run && echo visible)"
+echo "repo=\$(test -x $ROOT/dev/vm-run && echo visible)"
 echo "rootfs=\$(touch /stappp-vm-test 2>/dev/null && echo writable || echo read-only)"
 echo "tmp=\$(grep -c ' /tmp tmpfs ' /proc/mounts) \$(touch /tmp/x && echo writable)"
 echo "debugfs=\$(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts)"
@@ -97,7 +97,7 @@ like slurp("$out/job/.vm/dmesg") // '', qr/Linux version \Q${\ $vm->krel}\E/, 't
 # --- a checkout under /tmp; SIGTERM stops the VM ---
 my $tmp = tempdir('stappp-vm-XXXXXX', DIR => '/tmp', CLEANUP => 1);
 make_path("$tmp/util", "$tmp/build");
-system('cp', $run, "$tmp/util/vm-run") == 0 or die;
+system('cp', $run, "$tmp/dev/vm-run") == 0 or die;
 spit("$tmp/marker", "from the host's /tmp\n");
 spit("$out/tmp.sh", <<"SH");
 echo "marker=\$(cat $tmp/marker)"
@@ -112,7 +112,7 @@ if (!$pid) {
 	open STDOUT, '>', "$out/term.out";
 	open STDERR, '>&', \*STDOUT;
 	$ENV{STAPXX_VM_LOCK} = "$ROOT/build/vm.lock";    # still one VM at a time
-	exec "$tmp/util/vm-run", '--timeout', '600', "$out/tmp.sh" or die;
+	exec "$tmp/dev/vm-run", '--timeout', '600', "$out/tmp.sh" or die;
 }
 my $ready;
 for (1 .. 1800) {    # other tests' VMs may hold build/vm.lock

@@ -6,7 +6,7 @@
 # installed runtime changes, leaves a runtime that needs no fix alone, and
 # reports an unusable cache dir clearly.  (That the fixes work at run time is
 # t/32-vm-e2e.t.)  It boots no VM, but runs stap -p4 nine times for the
-# VM's kernel (util/vm-run --kernel-release), four of them full module
+# VM's kernel (dev/vm-run --kernel-release), four of them full module
 # builds: minutes, so -vm keeps it with the VM tests, out of make check.
 use strict;
 use warnings;

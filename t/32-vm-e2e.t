@@ -78,7 +78,7 @@ exit 0
 SH
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 # prof: every read from timer.profile succeeds

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# A job that makes the guest kernel log a warning fails util/vm-run, which
+# A job that makes the guest kernel log a warning fails dev/vm-run, which
 # prints the kernel's lines.  The warning comes from a guru-mode module that
 # calls WARN_ON(1) in its begin probe; the job itself succeeds.  In the same
 # boot, lines written to /dev/kmsg check which kernel messages count as
@@ -35,7 +35,7 @@ $vm->case(kmsg => join('', "echo on > /proc/sys/kernel/printk_devkmsg\n",
 my $r = $vm->run;
 like $r->{cases}{warn}{output}, qr/^warned\nstaprun status 0$/m, 'the module ran, staprun succeeded';
 is $r->{cases}{warn}{status}, 0, 'the job succeeded';
-is $r->{status}, 1, 'util/vm-run fails anyway' or diag $r->{stderr};
+is $r->{status}, 1, 'dev/vm-run fails anyway' or diag $r->{stderr};
 like $r->{stderr}, qr/error: the guest kernel logged errors/, '... saying the kernel logged errors';
 like $r->{stderr}, qr/^  \| \[ *[\d.]+\] WARNING: CPU: \d+ PID: \d+ at .*\[warn_on\]$/m,
 	'... and printing the WARNING line';

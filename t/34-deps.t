@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# make deps (util/deps): the deb-src detection on sample apt configurations,
+# make deps (dev/deps): the deb-src detection on sample apt configurations,
 # a second run that skips everything, and what the first run built.
 # Its --help and usage errors are in t/35-scripts.t with the other scripts'.
 use strict;
@@ -11,7 +11,7 @@ use TestUtil;
 use Test::More;
 use Cwd qw(abs_path);
 
-my $deps = "$ROOT/util/deps";
+my $deps = "$ROOT/dev/deps";
 
 my %want = (oneline => 1, 'oneline-list' => 1, deb822 => 1, commented => 0,
             'other-suite' => 0, 'deb822-binary' => 0, 'deb822-disabled' => 0, empty => 0);
@@ -24,7 +24,7 @@ for my $case (sort keys %want) {
 
 # everything is there already (make deps ran before the tests): all skipped
 my ($st, $log) = run_cmd({ cwd => $ROOT, merge => 1 }, $deps);
-is($st, 0, 'util/deps again: status 0') or diag($log);
+is($st, 0, 'dev/deps again: status 0') or diag($log);
 for my $what ('deb-src for bookworm main already configured', 'packages already installed',
               'build/node/node_modules/playwright-core exists',
               (map { "build/src/$_ exists" } qw(luajit2 nginx libnginx-mod-http-lua libnginx-mod-http-ndk)),

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The shell scripts users and make run (util/deps, util/demo, util/bench-*):
+# The shell scripts users and make run (dev/deps, dev/demo, dev/bench-*):
 # -h/--help prints usage on stdout and exits 0; a bad argument exits 2 with
 # one "NAME: error: ..." line and the usage on stderr, before anything is
 # installed, built or booted (so this needs no root, apt, build/ or VM).
@@ -25,8 +25,8 @@ my %bad = (                     # script => a bad argument and the error it gets
 );
 
 for my $name (sort keys %bad) {
-	my $script = "$ROOT/util/$name";
-	my $usage = qr{^usage: util/\Q$name\E(?=\s)}m;
+	my $script = "$ROOT/dev/$name";
+	my $usage = qr{^usage: dev/\Q$name\E(?=\s)}m;
 
 	my @head = split(/^/m, slurp($script) // die("$script: $!"));
 	is($head[0], "#!/usr/bin/env bash\n", "$name: #!/usr/bin/env bash");
@@ -60,7 +60,7 @@ for my $c (
 	['demo',           ['-h', 'x'],    qr/unknown argument 'x'/],
 ) {
 	my ($name, $args, $msg) = @$c;
-	my ($rc, $out, $err) = run_cmd("$ROOT/util/$name", @$args);
+	my ($rc, $out, $err) = run_cmd("$ROOT/dev/$name", @$args);
 	is($rc, 2, "$name @$args: exit 2");
 	like($err, qr/\A\Q$name\E: error: $msg[^\n]*\n.*^usage: /ms, "$name @$args: error, then usage, on stderr");
 	unlike($err, qr/unbound variable/, "$name @$args: no shell error");

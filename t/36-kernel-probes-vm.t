@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Kernel probes and return probes in the VM, built against the kernel build
-# tree build/kernel/KREL (util/deps step 7: the real System.map and vmlinux
+# tree build/kernel/KREL (dev/deps step 7: the real System.map and vmlinux
 # of the guest kernel), with stap++ -r DIR.  One module, one boot:
 #  - process(nginx).function(...).return with @entry on the debug nginx
 #    while curl makes requests (return probes need System.map);
@@ -95,7 +95,7 @@ SH
 	. VM::nginx_down() . "cat stap.out\nexit \$rc\n", files => [$ko], timeout => 120) if -f $ko;
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: the case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: the case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases}{probes};
 CASE: {
 	do { fail('no VM case (the module did not build)'); last CASE } unless $c;

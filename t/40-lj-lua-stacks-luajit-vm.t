@@ -98,7 +98,7 @@ $vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
 	module => 'ljbt.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 for my $b (qw(gc64 nogc64)) {

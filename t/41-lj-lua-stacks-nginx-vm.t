@@ -78,7 +78,7 @@ $vm->case(master => ngx_case(workers => 2, url => '/', module => 'ljs_ngx_master
 	files => [$ko{master}], timeout => 90) if $ko{master};
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 my %root = (jit => $chunk_line, nojit => $chunk_line, ffi => $ffi_line, lines => $chunk_line, master => $chunk_line);

@@ -127,7 +127,7 @@ exit \$rc
 SH
 
 my $r = $vm->run;
-is($r->{status}, 0, 'util/vm-run: every case ran, no kernel errors') or diag($r->{stderr});
+is($r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors') or diag($r->{stderr});
 my $c = $r->{cases};
 
 # The locals of outer(), the same whichever frame is on top.

@@ -72,7 +72,7 @@ for my $k (sort keys %ko) {
 	$vm->case($k => ngx_case($file), files => [$ko{$k}], timeout => 90);
 }
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors'
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors'
 	or diag "$r->{stderr}\n" . substr($r->{stdout} // '', -4000) . "\n" . substr($r->{dmesg} // '', -3000);
 
 # The stacks of a case's bt.out: [[frames...], count] per stack, and the

@@ -84,7 +84,7 @@ if (-f $ko) {
 $vm->case(master => ngx_case(2, '"$VM_JOB"/exectime_m.ko stapxx_master=$master', '40 /fast'),
 		  files => [$kom], timeout => 120) if -f $kom;
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
 # count, done, yielded, declined, errors, min, avg, max, histogram total
 sub parse {

@@ -44,7 +44,7 @@ for my $c ([mix_jit => "$lj $app $secs mix"], [mix_nojit => "$lj -joff $app $sec
 		files => [$ko]) if $ko;
 }
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 my $co    = LjStacks::line_of($app, qr/^local co = coroutine\.wrap\(function\(\)/);

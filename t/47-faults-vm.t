@@ -6,7 +6,7 @@
 # without LuaJIT (its samples count as "not running Lua"); 1,000 live
 # coroutines under GC storms (non-GC64); nginx --master: a reload (old and
 # new workers counted) and a worker killed with SIGSEGV (the master
-# respawns it).  Every case ends with complete statistics; util/vm-run
+# respawns it).  Every case ends with complete statistics; dev/vm-run
 # fails on any kernel oops/WARN/BUG.
 use strict;
 use warnings;
@@ -164,7 +164,7 @@ if ($ko{ngx}) {
 }
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel oops/WARN/BUG' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel oops/WARN/BUG' or diag $r->{stderr};
 my $c = $r->{cases};
 
 # complete statistics: all four lines of lj-lua-stacks' end probe

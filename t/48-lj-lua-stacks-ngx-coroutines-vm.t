@@ -35,7 +35,7 @@ SH
 # coroutines, and t/73 runs both modes with the eBPF backend)
 $vm->case(jit => co_case(heavy => 1000000) . "exit \$rc\n", files => [$ko], timeout => 60) if $ko;
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 for my $name (qw(jit)) {
 	my $case = $r->{cases}{$name} or next;
 	is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};

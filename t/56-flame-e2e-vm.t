@@ -25,7 +25,7 @@ $vm->case(seed => VM::staprun_sh(
 	module => 'ljs_flame.ko', ready => 'sleep 1', staprun_opts => '-o "$CASE/stacks.txt"'),
 	files => [$ko]);
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: the case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: the case ran, no kernel errors' or diag $r->{stderr};
 my $case = $r->{cases}{seed};
 is $case->{status}, 0, 'staprun status 0' or diag $case->{output};
 my $raw = "$case->{dir}/stacks.txt";

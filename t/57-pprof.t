@@ -18,7 +18,7 @@ my $fx = 't/fixtures/pprof';
 my $out = 't/out/57-pprof';
 my $home = Pprof::init($out) . '/home';
 ok(-x $pprof && -x $fold, "$pprof and $fold are built") or BAIL_OUT("run make first");
-ok(!system('go version >/dev/null 2>&1'), 'go is installed (golang-go, see util/deps)')
+ok(!system('go version >/dev/null 2>&1'), 'go is installed (golang-go, see dev/deps)')
 	or BAIL_OUT('these tests read profiles with go tool pprof');
 
 # --- CPU: the seed app under nginx, a real lj-lua-stacks run (README) ----

@@ -50,7 +50,7 @@ for my $b (qw(nogc64)) {
 }
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 # TRUTH: collectgarbage("count"); CENSUS_TRUTH (default TRUTH): what the

@@ -49,7 +49,7 @@ for my $b (qw(gc64 nogc64)) {
 		module => "gcoref_$b.ko", ready => '^ready', timeout => 45), files => [$ko{$b}], timeout => 80);
 }
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 # Checks of every case; with workers (master mode), every path ends in

@@ -65,7 +65,7 @@ $vm->case(err => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit $N" "\$VM_J
 $vm->case(master => LjGc::leak_master_case(module => 'ljalloc_master.ko', counts => 0, n => 100),
 	files => [$kom], timeout => 120) if $kom;
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 for my $mode (qw(jit nojit)) {
 	my $case = $c->{$mode} or next;

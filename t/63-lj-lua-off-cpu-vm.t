@@ -78,7 +78,7 @@ if (my $ko = $ko{ngx}) {
 }
 
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(wait\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;

@@ -53,7 +53,7 @@ if ($ko) {
 	$vm->case(mixed => fio_case('weight=bytes', 'fio_mixed'), files => [$ko], timeout => 30);
 }
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
 my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;

@@ -47,7 +47,7 @@ grep -E '\[(alert|emerg|crit|error)\]' logs/error.log | sed 's/^/# /'
 exit $rc
 SH
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
 if (my $case = $r->{cases}{yield}) {
 	my $p = LjWait::parse($case->{output}, 'ngx-lua-yield');

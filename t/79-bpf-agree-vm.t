@@ -41,7 +41,7 @@ $vmwork[1] = 60;
 $vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @vmwork), module => 'ljs_agree.ko',
 	ready => 'sleep 1'), files => [$ko]) if $ko;
 my $r = $vm->run;
-is $r->{status}, 0, 'util/vm-run: the case ran' or diag $r->{stderr};
+is $r->{status}, 0, 'dev/vm-run: the case ran' or diag $r->{stderr};
 my $stap = LjStacks::parse(($r->{cases}{agree} // {})->{output} // '');
 
 # share (percent) of each stack text

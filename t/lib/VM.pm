@@ -35,8 +35,8 @@ output back.
 =head1 DESCRIPTION
 
 Everything here runs real things: C<./stap++ ... -p4 -r build/kernel/KREL -m NAME> on the
-host (with stap++'s SystemTap runtime fixes), then C<util/vm-run> boots
-Debian's kernel (see C<util/vm-run --kernel-release>) once and runs the
+host (with stap++'s SystemTap runtime fixes), then C<dev/vm-run> boots
+Debian's kernel (see C<dev/vm-run --kernel-release>) once and runs the
 queued cases one after the other.  Inside the guest the host's files are at
 the same paths (read-only), so targets are started by their host paths
 (C<$ROOT/build/...>, C<$ROOT> from TestUtil.pm); the job dir C<$VM_JOB> is writable; C</tmp> is a
@@ -64,7 +64,7 @@ The guest kernel release; the absolute scratch dir.
 =item C<< $vm->ktree >>
 
 The absolute path of the guest kernel's build tree, C<build/kernel/KREL>
-(util/deps: links to the headers, the real System.map and vmlinux), for
+(dev/deps: links to the headers, the real System.map and vmlinux), for
 C<stap++ -r DIR> (return probes, kernel probes).  When it is incomplete, a
 failed test that says to run make deps, and C<undef>.
 
@@ -107,10 +107,10 @@ Boots the VM once and runs every queued case in order (then forgets them).
 Options: C<timeout> (seconds for the whole VM, default: the cases' timeouts
 plus 60), C<cpus>, C<mem>.  Returns a hash ref:
 
-    status   util/vm-run's exit status (0: every case ran and the guest
+    status   dev/vm-run's exit status (0: every case ran and the guest
              kernel logged no oops/BUG/WARNING/SystemTap error)
-    stdout   util/vm-run's output (every case's output, with headers)
-    stderr   util/vm-run's own messages (timeouts, dmesg errors)
+    stdout   dev/vm-run's output (every case's output, with headers)
+    stderr   dev/vm-run's own messages (timeouts, dmesg errors)
     dmesg    the guest kernel log
     job      the job dir copied back (t/out/NAME/vm)
     cases    { NAME => { status => exit status (undef if it never ended),
@@ -176,8 +176,8 @@ sub new {
 	die "VM->new: bad name '$name'\n" unless $name =~ /^[\w.-]+$/;
 	my $out = scratch($name);
 	unless (defined $krel_cache) {
-		$krel_cache = `$ROOT/util/vm-run --kernel-release`;
-		die "VM: util/vm-run --kernel-release failed\n" if $? != 0;
+		$krel_cache = `$ROOT/dev/vm-run --kernel-release`;
+		die "VM: dev/vm-run --kernel-release failed\n" if $? != 0;
 		chomp $krel_cache;
 	}
 	return bless { name => $name, out => $out, krel => $krel_cache, cases => [],
@@ -191,7 +191,7 @@ sub ktree {
 	my ($self) = @_;
 	my $t = "$ROOT/build/kernel/$self->{krel}";
 	return $t if -f "$t/System.map" && -f "$t/vmlinux";
-	Test::More::fail("no $t with System.map and vmlinux: run make deps (util/deps step 7)");
+	Test::More::fail("no $t with System.map and vmlinux: run make deps (dev/deps step 7)");
 	return undef;
 }
 sub build_log { $_[0]{build_log} }
@@ -362,7 +362,7 @@ SH
 	spit($script, "${job}exit 0\n");
 
 	remove_tree($vmdir);
-	my @argv = ("$ROOT/util/vm-run", '--timeout', $o{timeout} // $total + 60, '--out', $vmdir);
+	my @argv = ("$ROOT/dev/vm-run", '--timeout', $o{timeout} // $total + 60, '--out', $vmdir);
 	push @argv, '--cpus', $o{cpus} if $o{cpus};
 	push @argv, '--mem', $o{mem} if $o{mem};
 	push @argv, $script, @files;
@@ -373,7 +373,7 @@ SH
 	# (qemu's TCG has hung there too: a soft lockup in cryptomgr_test in
 	# one CI run): boot once more, and say so.  A hang in the job fails.
 	if ($rc != 0 && (slurp("$vmdir/.vm/console.log") // '') !~ /^==stap\+\+ vm-run: job start==/m) {
-		Test::More::diag("util/vm-run: the guest never started the job; booting again\n" . ($stderr =~ s/\s+$//r));
+		Test::More::diag("dev/vm-run: the guest never started the job; booting again\n" . ($stderr =~ s/\s+$//r));
 		remove_tree($vmdir);
 		($rc, $stdout, $stderr) = run_cmd({ stdout => "$self->{out}/vm.stdout",
 		                                    stderr => "$self->{out}/vm.stderr" }, @argv);
@@ -390,7 +390,7 @@ SH
 			dir    => $d,
 		};
 	}
-	Test::More::note("util/vm-run: " . ($r{stderr} =~ s/\s+$//r));
+	Test::More::note("dev/vm-run: " . ($r{stderr} =~ s/\s+$//r));
 	return \%r;
 }
 

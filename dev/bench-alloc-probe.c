@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * bench-alloc-probe - run a command with a counting eBPF uprobe on some
- * functions of a binary (util/bench-alloc's helper; not installed).
+ * functions of a binary (dev/bench-alloc's helper; not installed).
  *
  *   bench-alloc-probe [-d ON_US/PERIOD_US] OBJ BINARY FUNC[,FUNC...] -- COMMAND [ARG...]
  *

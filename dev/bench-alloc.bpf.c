@@ -2,7 +2,7 @@
 /*
  * bench-alloc.bpf.c - the least a uprobe can do: count its hits.  One
  * program, attached to each probed function with its index as the attach
- * cookie; hits[cookie] counts the traps.  util/bench-alloc builds it and
+ * cookie; hits[cookie] counts the traps.  dev/bench-alloc builds it and
  * times a workload with and without it, to price one uprobe trap natively.
  */
 #include <linux/bpf.h>
