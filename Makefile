@@ -6,6 +6,7 @@
 #   make SANITIZE=address,undefined
 #   make test            run every test (unit, golden, end-to-end in the VM);
 #                        PROVE_JOBS=1 runs them one at a time
+#   make regen-golden    rewrite t/golden/ from the current output (review it)
 #   make check           run the host-only tests: every t/*.t without "-vm"
 #                        in its name (no VM boots; PROVE_FLAGS= as for test)
 #   make test REPEAT=N   run the VM and eBPF tests N times; failures per file
@@ -136,6 +137,15 @@ HOST_TESTS = $(strip $(foreach t,$(sort $(wildcard t/*.t)),$(if $(findstring -vm
 check: all
 	prove $(PROVE_FLAGS) $(HOST_TESTS)
 
+# Golden files: the tests only compare; a differing run leaves its output
+# in t/out/golden-new/, which this copies over t/golden/ (review the diff).
+GOLDEN_TESTS = $(shell grep -l 'golden(' t/*.t)
+regen-golden: all
+	rm -rf t/out/golden-new
+	-prove $(GOLDEN_TESTS)
+	@if [ -d t/out/golden-new ]; then cp -v t/out/golden-new/*.out t/golden/; \
+	else echo 'regen-golden: every golden file matches'; fi
+
 deps:
 	dev/deps
 
@@ -214,4 +224,4 @@ fuzz: fuzz/out/expand_fuzz fuzz/out/flame_fuzz
 	fuzz/out/expand_fuzz $(FUZZ_RUN) fuzz/out/corpus fuzz/corpus
 	fuzz/out/flame_fuzz $(FUZZ_RUN) fuzz/out/flame-corpus fuzz/flame-corpus
 
-.PHONY: all test test-fresh check deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean
+.PHONY: all test test-fresh check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The macro dialect, through ./stap++ --dump-src (and --args): every macro,
 # nested @use, defaults, and every script error, against golden files in
-# t/golden/ (STAPXX_REGEN=1 rewrites them; review the diff).  Plus the
+# t/golden/ (make regen-golden rewrites them; review the diff).  Plus the
 # line-number invariant checked directly on the output.
 use strict;
 use warnings;

@@ -3,9 +3,10 @@
 # run ./stap++, normalise its output and compare it with t/golden/*.out;
 # build the target fixture (t/golden/fixture/).
 #
-# Regenerate the golden files after an intended change with
-#     STAPXX_REGEN=1 prove t/1*.t
-# and review the diff (git diff t/golden/) before committing.
+# The tests only compare: a run that differs from its golden file (or has
+# none) fails and leaves what it got in t/out/golden-new/NAME.out.  After
+# an intended change, `make regen-golden` runs them and copies those files
+# over t/golden/; review the diff (git diff t/golden/) before committing.
 package Golden;
 
 use strict;
@@ -41,29 +42,28 @@ sub normalise {
 	return $s;
 }
 
-# Compare a run with t/golden/NAME.out (or write it with STAPXX_REGEN=1).
+# Compare a run with t/golden/NAME.out.  A run that differs (or has no
+# golden file) fails and is written to t/out/golden-new/NAME.out, which
+# `make regen-golden` copies over t/golden/.
 sub golden {
 	my ($name, $args, $rc, $out, $err, $subst) = @_;
 	my $got = "# stap++ " . normalise(join(' ', @$args), $subst) . "\n" .
 		  "exit: $rc\n--- stdout\n" . normalise($out, $subst) .
 		  "--- stderr\n" . normalise($err, $subst);
 	my $file = "$G/$name.out";
-	if ($ENV{STAPXX_REGEN}) {
-		spit($file, $got);
-		pass("$name: regenerated $file");
-		return 1;
-	}
-	if (!-e $file) {
-		fail("$name: no golden file $file (run with STAPXX_REGEN=1)");
-		diag($got);
-		return 0;
-	}
-	my $want = slurp($file);
-	if ($got eq $want) {
+	my $want = -e $file ? slurp($file) : undef;
+	if (defined $want && $got eq $want) {
 		pass("$name matches golden");
 		return 1;
 	}
-	fail("$name differs from golden $file");
+	make_path("$ROOT/t/out/golden-new");
+	spit("$ROOT/t/out/golden-new/$name.out", $got);
+	if (!defined $want) {
+		fail("$name: no golden file $file (make regen-golden writes it)");
+		diag($got);
+		return 0;
+	}
+	fail("$name differs from golden $file (make regen-golden takes the new output)");
 	my $tmp = "$ROOT/t/out/.golden-diff.$$";
 	spit("$tmp.got", $got);
 	diag(scalar `diff -u $file $tmp.got`);
