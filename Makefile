@@ -32,7 +32,7 @@ DATADIR ?= $(PREFIX)/share/stap++
 CC      ?= cc
 CFLAGS  ?= -g -O2
 WARN    := -Wall -Wextra
-CPPFLAGS += -D_GNU_SOURCE -DSTAPXX_DATADIR='"$(DATADIR)"'
+CPPFLAGS += -Ilib -D_GNU_SOURCE -DSTAPXX_DATADIR='"$(DATADIR)"'
 LDLIBS_DW := -ldw -lelf
 VERSION := 0.1.0
 CPPFLAGS += -DSTAPXX_VERSION='"$(VERSION)"'
@@ -57,9 +57,9 @@ ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 
-LIB_SRCS := $(wildcard lib/*.c)
+LIB_SRCS := $(filter-out %.bpf.c,$(wildcard lib/*/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
-FLAME_COMMON := util/flame.c lib/error.c lib/strbuf.c lib/wrapper.c
+FLAME_COMMON := util/flame.c lib/base/error.c lib/base/strbuf.c lib/base/wrapper.c
 PROGS := stap++ util/fold util/flamegraph util/pprof
 
 all: $(PROGS)
@@ -76,24 +76,24 @@ CLANG   ?= clang
 BPFTOOL ?= $(or $(wildcard /usr/sbin/bpftool),bpftool)
 LDLIBS_BPF := -lbpf -lelf -lz
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
-bpf/lj_stacks.bpf.o: bpf/lj_stacks.bpf.c bpf/lj_stacks.h Makefile
+lib/bpf/lj_stacks.bpf.o: lib/bpf/lj_stacks.bpf.c lib/bpf/lj_stacks.h Makefile
 	$(quiet) CLANG $@
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ibpf -c -o $@ $<
-bpf/lj_stacks.skel.h: bpf/lj_stacks.bpf.o
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ilib/bpf -c -o $@ $<
+lib/bpf/lj_stacks.skel.h: lib/bpf/lj_stacks.bpf.o
 	$(quiet) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name lj_stacks > $@.tmp && mv $@.tmp $@
-lib/bpf_lj_stacks.o: bpf/lj_stacks.skel.h
-$(filter lib/bpf_%.o,$(LIB_OBJS)): bpf/lj_stacks.h
+lib/bpf/lj_stacks_user.o: lib/bpf/lj_stacks.skel.h
+$(filter lib/bpf/%.o,$(LIB_OBJS)): lib/bpf/lj_stacks.h
 
-lib/%.o: lib/%.c $(wildcard lib/*.h) Makefile $(FLAGS_STAMP)
+lib/%.o: lib/%.c $(wildcard lib/*/*.h) Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
-util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/error.h lib/strbuf.h lib/wrapper.h Makefile $(FLAGS_STAMP)
+util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/fold.c $(FLAME_COMMON) $(LDLIBS)
 
-util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/error.h lib/strbuf.h lib/wrapper.h Makefile $(FLAGS_STAMP)
+util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/flamegraph.c $(FLAME_COMMON) $(LDLIBS) -lm
 
@@ -103,7 +103,7 @@ util/profile.pb-c.c: util/profile.proto
 	$(quiet) PROTOC $@
 	$(Q)protoc-c --proto_path=util --c_out=util util/profile.proto
 util/profile.pb-c.h: util/profile.pb-c.c
-util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_COMMON) util/flame.h lib/error.h lib/strbuf.h lib/wrapper.h Makefile $(FLAGS_STAMP)
+util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $(PPROF_SRCS) $(FLAME_COMMON) $(LDLIBS) -lprotobuf-c -lz
 
@@ -195,8 +195,8 @@ install: all
 	cp -R tapset samples $(DESTDIR)$(DATADIR)/
 
 clean:
-	rm -f $(PROGS) lib/*.o util/*.o util/profile.pb-c.[ch] $(FLAGS_STAMP)
-	rm -f bpf/*.o bpf/*.skel.h
+	rm -f $(PROGS) lib/*/*.o util/*.o util/profile.pb-c.[ch] $(FLAGS_STAMP)
+	rm -f lib/bpf/*.skel.h
 	rm -rf t/out
 
 # Fuzz targets (libFuzzer; need clang and libclang-rt-14-dev): the expander
@@ -206,15 +206,15 @@ FUZZCFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 -close_fd_mask=2 -artifact_prefix=fuzz/out/
 # the expander and what it uses: all of lib/ but the command line, the run,
 # the target's processes and stap, and the eBPF backend (lib/bpf_*.c)
-FUZZ_SRCS := fuzz/expand_fuzz.c $(filter-out lib/main.c lib/run.c lib/proc.c lib/runtime.c lib/stap.c lib/target.c lib/bpf_%.c,$(LIB_SRCS))
-fuzz/out/expand_fuzz: $(FUZZ_SRCS) $(wildcard lib/*.h) Makefile
+FUZZ_SRCS := fuzz/expand_fuzz.c $(filter-out lib/driver/%.c lib/target/%.c lib/bpf/%.c,$(LIB_SRCS))
+fuzz/out/expand_fuzz: $(FUZZ_SRCS) $(wildcard lib/*/*.h) Makefile
 	$(quiet) FUZZCC $@
 	$(Q)mkdir -p fuzz/out
 	$(Q)clang $(CPPFLAGS) $(FUZZCFLAGS) -o $@ $(FUZZ_SRCS) $(LDLIBS_DW)
 
 # util/fold's and util/flamegraph's reader, util/pprof's input and profile
 FUZZ_FLAME_SRCS := fuzz/flame_fuzz.c util/pprof_input.c util/pprof_profile.c util/profile.pb-c.c $(FLAME_COMMON)
-fuzz/out/flame_fuzz: $(FUZZ_FLAME_SRCS) util/profile.pb-c.h $(wildcard util/*.h) lib/error.h lib/strbuf.h lib/wrapper.h Makefile
+fuzz/out/flame_fuzz: $(FUZZ_FLAME_SRCS) util/profile.pb-c.h $(wildcard util/*.h) lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile
 	$(quiet) FUZZCC $@
 	$(Q)mkdir -p fuzz/out
 	$(Q)clang $(CPPFLAGS) -DFLAME_CHUNK_SIZE=256 $(FUZZCFLAGS) -o $@ $(FUZZ_FLAME_SRCS) -lprotobuf-c -lz

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * expand_fuzz.c - libFuzzer target for the macro expander (lib/expand*.c).
+ * expand_fuzz.c - libFuzzer target for the macro expander (lib/expand/).
  *
  * Each input is a main script; if it starts with 'V', its first line
  * (after the 'V') is instead the value of --arg v (fuzzing the escaping
@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../lib/expand.h"
-#include "../lib/source.h"
+#include "expand/expand.h"
+#include "base/source.h"
 
 static char *libs[] = { "/fz/lib/libluajit-5.1.so.2", "/fz/lib/libc.so.6" };
 static char *incdirs[] = { "fuzz/tapset" };

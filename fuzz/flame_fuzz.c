@@ -24,7 +24,7 @@
  * target: flamegraph is covered up to the sorted table it renders.
  *
  * Bad input makes the readers die() (print, exit 1).  Here die() must not
- * end the process, so set_die_routine() (lib/error.h) makes it longjmp()
+ * end the process, so set_die_routine() (lib/base/error.h) makes it longjmp()
  * back to the input's start.  What the abandoned calls had allocated
  * (the tables' arenas, the readers' line buffers) is then unreachable and
  * LeakSanitizer would report it, so every allocation the fuzzing thread
@@ -54,7 +54,7 @@
 
 #include <sanitizer/allocator_interface.h>
 
-#include "../lib/error.h"
+#include "base/error.h"
 #include "../util/flame.h"
 #include "../util/pprof_input.h"
 #include "../util/pprof_profile.h"

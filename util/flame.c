@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* flame.c - see flame.h. */
 #include "flame.h"
-#include "../lib/strbuf.h"
+#include "base/strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 /*
  * flame.h - code shared by util/fold and util/flamegraph: reading stack
  * samples, the table of distinct stacks and the folded text format.
- * Errors go through lib/error.h: the program name comes from
+ * Errors go through lib/base/error.h: the program name comes from
  * set_program_name(), bad input is reported as FILE:LINE.
  *
  * Internal form of a stack: its frames, root first, joined by FLAME_SEP
@@ -51,8 +51,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../lib/error.h"
-#include "../lib/wrapper.h"
+#include "base/error.h"
+#include "base/wrapper.h"
 
 #define FLAME_SEP '\001'
 

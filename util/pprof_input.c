@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* pprof_input.c - see pprof_input.h. */
 #include "pprof_input.h"
-#include "../lib/strbuf.h"
-#include "../lib/wrapper.h"
+#include "base/strbuf.h"
+#include "base/wrapper.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* bpf/layout.c - see bpf/layout.h. */
+#include "bpf/layout.h"
+#include "base/error.h"
+
+#include <stddef.h>
+#include <string.h>
+
+struct off { const char *type, *member; long long *out; };
+struct en { const char *name; long long *out; };
+
+static int offsets(struct dw_set *dw, const struct off *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = o[i].member ? dw_offsetof(dw, o[i].type, o[i].member, NULL, o[i].out)
+				     : dw_sizeof(dw, o[i].type, NULL, o[i].out);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int enums(struct dw_set *dw, const struct en *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (dw_enum(dw, e[i].name, NULL, e[i].out) < 0)
+			return -1;
+	return 0;
+}
+
+#define N(a) (sizeof(a) / sizeof(*(a)))
+
+/* The ngx_lua fields that find the coroutine that resumed another (the
+ * kernel's ngx_parent): with OpenResty's LuaJIT (lua_State exdata2)
+ * only; k.ngx stays 0 without them.  0, or -1 after error(). */
+static int ngx_coroutines(struct dw_set *dw, struct ljb_layout *ly)
+{
+	long long L_exdata2, L_status, co_co, co_parent, co_ref;
+	int has = 0, cot = 0;
+
+	if (dw_has_member(dw, "lua_State", "exdata2", NULL, &has) < 0 ||
+	    dw_has_type(dw, "ngx_http_lua_co_ctx_t", NULL, &cot) < 0)
+		return -1;
+	if (!has || !cot)
+		return 0;
+	const struct off o[] = {
+		{ "lua_State", "exdata2", &L_exdata2 }, { "lua_State", "status", &L_status },
+		{ "ngx_http_lua_co_ctx_t", "co", &co_co },
+		{ "ngx_http_lua_co_ctx_t", "parent_co_ctx", &co_parent },
+		{ "ngx_http_lua_co_ctx_t", "co_ref", &co_ref },
+	};
+	if (offsets(dw, o, N(o)) < 0)
+		return -1;
+	struct ljb_cfg *k = &ly->k;
+	k->L_exdata2 = L_exdata2; k->L_status = L_status;
+	k->co_co = co_co; k->co_parent = co_parent; k->co_ref = co_ref;
+	k->ngx = 1;	/* the addresses follow from the symbols (lj_stacks_user.c) */
+	return 0;
+}
+
+int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
+{
+	long long L_glref, L_cframe, L_base, L_stack, L_stacksize, G_cur_L,
+		  G_vmstate, G_jit_base, gct, ffid, cf_f, fl_pc, proto, chunk,
+		  sizebc, fr_func = 0, fr_tp = 0, T_gct, T_startpc, T_mcode,
+		  T_szmcode, gg_g, gg_J, J_sizetrace, J_trace, gcref, tv,
+		  f_lua, f_c, f_cont, f_varg, st_interp, st_c, st_gc;
+	int has = 0, gc64 = 0, fr2 = 0;
+
+	memset(ly, 0, sizeof(*ly));
+	if (dw_has_type(dw, "lua_State", NULL, &has) < 0)
+		return -1;
+	if (!has) {
+		error("no LuaJIT VM in '%s': no type 'lua_State' in the DWARF "
+		      "of it or its libraries", exec ? exec : "?");
+		dw_hint_nodebug(dw);
+		hint("lj-lua-stacks samples LuaJIT processes: the luajit CLI or "
+		     "nginx with the lua module; is '%s' one?", exec ? exec : "?");
+		return -1;
+	}
+	if (dw_has_member(dw, "TValue", "it64", NULL, &gc64) < 0 ||
+	    dw_has_member(dw, "TValue", "ftsz", NULL, &fr2) < 0 ||
+	    dw_has_member(dw, "GCstr", "sid", NULL, &ly->str_sid) < 0 ||
+	    dw_has_type(dw, "ngx_http_lua_main_conf_t", NULL, &ly->nginx) < 0)
+		return -1;
+	const struct off o[] = {
+		{ "lua_State", "glref", &L_glref }, { "lua_State", "cframe", &L_cframe },
+		{ "lua_State", "base", &L_base }, { "lua_State", "stack", &L_stack },
+		{ "lua_State", "stacksize", &L_stacksize },
+		{ "global_State", "cur_L", &G_cur_L }, { "global_State", "vmstate", &G_vmstate },
+		{ "global_State", "jit_base", &G_jit_base },
+		{ "global_State", "gcroot", &ly->G_gcroot },
+		{ "GChead", "gct", &gct }, { "GCfuncC", "ffid", &ffid }, { "GCfuncC", "f", &cf_f },
+		{ "GCfuncL", "pc", &fl_pc }, { "GCfuncL", "env", &ly->fl_env },
+		{ "GCfuncL", "uvptr", &ly->fl_uvptr }, { "GCupval", "v", &ly->uv_v },
+		{ "GCproto", NULL, &proto }, { "GCproto", "chunkname", &chunk },
+		{ "GCproto", "sizebc", &sizebc }, { "GCproto", "firstline", &ly->pt_firstline },
+		{ "GCproto", "numline", &ly->pt_numline }, { "GCproto", "lineinfo", &ly->pt_lineinfo },
+		{ "GCproto", "varinfo", &ly->pt_varinfo }, { "GCproto", "uvinfo", &ly->pt_uvinfo },
+		{ "GCproto", "sizeuv", &ly->pt_sizeuv }, { "GCproto", "k", &ly->pt_k },
+		{ "GCtrace", "gct", &T_gct }, { "GCtrace", "startpc", &T_startpc },
+		{ "GCtrace", "startpt", &ly->T_startpt }, { "GCtrace", "startins", &ly->T_startins },
+		{ "GCtrace", "mcode", &T_mcode }, { "GCtrace", "szmcode", &T_szmcode },
+		{ "GG_State", "g", &gg_g }, { "GG_State", "J", &gg_J },
+		{ "jit_State", "sizetrace", &J_sizetrace }, { "jit_State", "trace", &J_trace },
+		{ "GCRef", NULL, &gcref }, { "TValue", NULL, &tv },
+		{ "GCstr", "len", &ly->str_len }, { "GCstr", NULL, &ly->str_size },
+		{ "GCtab", "hmask", &ly->tab_hmask }, { "GCtab", "node", &ly->tab_node },
+		{ "Node", "key", &ly->node_key }, { "Node", "val", &ly->node_val },
+		{ "Node", "next", &ly->node_next }, { "Node", NULL, &ly->node_size },
+		{ "GCstr", ly->str_sid ? "sid" : "hash", &ly->str_hash },
+	};
+	const struct en e[] = {
+		{ "FRAME_LUA", &f_lua }, { "FRAME_C", &f_c }, { "FRAME_CONT", &f_cont },
+		{ "FRAME_VARG", &f_varg }, { "LJ_VMST_INTERP", &st_interp },
+		{ "LJ_VMST_C", &st_c }, { "LJ_VMST_GC", &st_gc },
+		{ "BC_MOV", &ly->bc_mov }, { "BC_GGET", &ly->bc_gget },
+		{ "BC_TGETS", &ly->bc_tgets }, { "BC_UGET", &ly->bc_uget },
+		{ "BC_KNIL", &ly->bc_knil }, { "BC_ITERC", &ly->bc_iterc },
+		{ "BC_RET", &ly->bc_ret }, { "BC_RETM", &ly->bc_retm },
+		{ "BC_RET0", &ly->bc_ret0 }, { "BC_RET1", &ly->bc_ret1 },
+		{ "BCMbase", &ly->bcm_base }, { "BCMdst", &ly->bcm_dst },
+		{ "MM_call", &ly->mm_call }, { "MM__MAX", &ly->mm_max },
+		{ "GCROOT_MMNAME", &ly->gcroot_mmname },
+		{ "VARNAME_END", &ly->vn_end }, { "VARNAME__MAX", &ly->vn_max },
+		{ "VARNAME_FOR_IDX", &ly->vn_for[0] }, { "VARNAME_FOR_STOP", &ly->vn_for[1] },
+		{ "VARNAME_FOR_STEP", &ly->vn_for[2] }, { "VARNAME_FOR_GEN", &ly->vn_for[3] },
+		{ "VARNAME_FOR_STATE", &ly->vn_for[4] }, { "VARNAME_FOR_CTL", &ly->vn_for[5] },
+	};
+	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0)
+		return -1;
+	if (!fr2 && (dw_offsetof(dw, "TValue", "fr.func", NULL, &fr_func) < 0 ||
+		     dw_offsetof(dw, "TValue", "fr.tp", NULL, &fr_tp) < 0))
+		return -1;
+	if (ly->nginx) {
+		const struct off x[] = {
+			{ "ngx_cycle_t", "conf_ctx", &ly->cycle_conf_ctx },
+			{ "ngx_module_t", "index", &ly->mod_index },
+			{ "ngx_module_t", "ctx_index", &ly->mod_ctx_index },
+			{ "ngx_http_conf_ctx_t", "main_conf", &ly->ctx_main_conf },
+			{ "ngx_http_lua_main_conf_t", "lua", &ly->lmcf_lua },
+			{ "ngx_uint_t", NULL, &ly->ngx_uint },
+		};
+		if (offsets(dw, x, N(x)) < 0 || ngx_coroutines(dw, ly) < 0)
+			return -1;
+	}
+	struct ljb_cfg *k = &ly->k;
+	k->gc64 = gc64;
+	k->fr2 = fr2;
+	k->tv = tv;
+	k->L_glref = L_glref; k->L_cframe = L_cframe; k->L_base = L_base;
+	k->L_stack = L_stack; k->L_stacksize = L_stacksize;
+	k->G_cur_L = G_cur_L; k->G_vmstate = G_vmstate; k->G_jit_base = G_jit_base;
+	k->gct = gct; k->ffid = ffid; k->cf_f = cf_f; k->fl_pc = fl_pc;
+	k->proto_size = proto; k->pt_chunkname = chunk; k->pt_sizebc = sizebc;
+	k->fr_func = fr_func; k->fr_tp = fr_tp;
+	k->T_gct = T_gct; k->T_startpc = T_startpc; k->T_mcode = T_mcode;
+	k->T_szmcode = T_szmcode;
+	k->J_from_g = gg_J - gg_g;
+	k->J_sizetrace = J_sizetrace; k->J_trace = J_trace; k->gcref = gcref;
+	k->frame_lua = f_lua; k->frame_c = f_c; k->frame_cont = f_cont;
+	k->frame_varg = f_varg;
+	k->vmst_interp = -1 - st_interp; k->vmst_c = -1 - st_c; k->vmst_gc = -1 - st_gc;
+	/* lj_frame.h, CFRAME_OFS_PC / CFRAME_OFS_L, x86-64 POSIX */
+	k->cf_pc = gc64 ? 24 : 28;
+	k->cf_L = gc64 ? 16 : 24;
+	k->cf_prev = 32;
+	k->cf_size[0] = 80;	/* CFRAME_SIZE */
+	k->cf_size[1] = 96;	/* with LJ_NO_UNWIND */
+	if (gct != ffid - 1)
+		return error("unexpected GCfuncC layout in '%s': ffid does not "
+			     "follow gct", exec ? exec : "?");
+	return 0;
+}

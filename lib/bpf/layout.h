@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bpf/layout.h - the LuaJIT (and nginx lua module) layouts the eBPF
+ * backend needs, from the target's DWARF through lib/dwarf/dwarf.h: the kernel
+ * side's struct ljb_cfg (lib/bpf/lj_stacks.h) and what user space needs to
+ * name frames (lib/bpf/symbolize.c).  No offset is hard-coded except the
+ * C frame layout of the x86-64 interpreter, an assembler constant without
+ * DWARF (as in tapset/luajit.sxx).
+ */
+#ifndef STAPXX_BPF_LAYOUT_H
+#define STAPXX_BPF_LAYOUT_H
+
+#include "dwarf/dwarf.h"
+#include "bpf/lj_stacks.h"
+
+/* User-space layouts (offsets and enumerators, as long long). */
+struct ljb_layout {
+	struct ljb_cfg k;	/* the kernel side's share */
+	int str_sid;		/* GCstr has sid (else hash) */
+	int nginx;		/* the target has ngx_http_lua_module */
+	long long str_len, str_size, str_hash;
+	long long pt_firstline, pt_numline, pt_lineinfo, pt_varinfo,
+		  pt_uvinfo, pt_sizeuv, pt_k;
+	long long fl_env, fl_uvptr, uv_v;
+	long long tab_hmask, tab_node, node_key, node_val, node_next, node_size;
+	long long G_gcroot, T_startpt, T_startins;
+	long long bc_mov, bc_gget, bc_tgets, bc_uget, bc_knil, bc_iterc,
+		  bc_ret, bc_retm, bc_ret0, bc_ret1;
+	long long bcm_base, bcm_dst, mm_call, mm_max, gcroot_mmname;
+	long long vn_end, vn_max, vn_for[6];
+	unsigned long long bcmode;	/* run-time address of lj_bc_mode */
+	/* nginx: finding the main lua_State */
+	long long cycle_conf_ctx, mod_index, mod_ctx_index, ctx_main_conf,
+		  lmcf_lua, ngx_uint;
+};
+
+/*
+ * ljb_layout_load - fill *LY from the DWARF of the set DW (the target's
+ * executable and libraries).  EXEC names the target in the error when it
+ * has no LuaJIT.  Returns 0, or -1 after error() and hints.
+ */
+int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly);
+
+#endif

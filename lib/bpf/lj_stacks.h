@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bpf/lj_stacks.h - what the eBPF program lj_stacks.bpf.c and its loader
+ * (lj_stacks_user.c, symbolize.c) share: the layout configuration
+ * (filled from the target's DWARF before the program is loaded), the raw
+ * frames a new stack is sent as, and the statistics counters.
+ * Included by both sides; only fixed-width types from <linux/types.h>.
+ */
+#ifndef STAPXX_LJ_STACKS_H
+#define STAPXX_LJ_STACKS_H
+
+#include <linux/types.h>
+
+#define LJB_MAX_FRAMES 256	/* depth limit (a power of two) */
+#define LJB_MAX_ITER 2000	/* frames visited per sample (the tapset's MAX_SCAN) */
+#define LJB_MAX_SYMS 65536	/* native code symbols (sorted ranges) */
+#define LJB_SYM_VM (1ULL << 63)	/* in end: a symbol of LuaJIT's assembler VM */
+
+/* Offsets and constants, all from the target's DWARF (see lib/bpf/layout.c). */
+struct ljb_cfg {
+	__u32 gc64, fr2, tv;		/* LJ_GC64, LJ_FR2, sizeof(TValue) */
+	__u32 L_glref, L_cframe, L_base, L_stack, L_stacksize;
+	__u32 G_cur_L, G_vmstate, G_jit_base;
+	__u32 gct, ffid, cf_f, fl_pc, proto_size, pt_chunkname, pt_sizebc;
+	__u32 fr_func, fr_tp;		/* TValue fr.func / fr.tp (not FR2) */
+	__u32 T_gct, T_startpc, T_mcode, T_szmcode;
+	__s64 J_from_g;			/* GG_State: J - g */
+	__u32 J_sizetrace, J_trace, gcref;
+	__u32 frame_lua, frame_c, frame_cont, frame_varg;
+	__s32 vmst_interp, vmst_c, vmst_gc;
+	__u32 cf_pc, cf_L;		/* C frame: saved PC and L (x86-64) */
+	__u32 cf_size[2];		/* CFRAME_SIZE without/with LJ_NO_UNWIND */
+	__u32 cf_prev;			/* CFRAME_OFS_PREV */
+	__u32 depth, lines, nojit, nointerp;
+	/* ngx_lua (OpenResty's LuaJIT, lua_State exdata/exdata2): ngx is 1
+	 * when every field below was found, else the walk ignores them */
+	__u32 ngx, L_exdata2, L_status;
+	__u32 co_co, co_parent, co_ref;	/* ngx_http_lua_co_ctx_t */
+	__u64 ngx_resume, ngx_wrap_runner, ngx_spawn;	/* run-time addresses */
+};
+
+/* How a raw frame's pc field gives the bytecode position it executes. */
+enum { LJB_PC_NONE = 0, LJB_PC_INS = 1 };
+#define LJB_F_CALLER 4		/* the next frame is this one's caller */
+#define LJB_FFID_RESUME 0xffff	/* pseudo frame: the resumer's frames follow */
+#define LJB_MAX_RESUME 16	/* resumers followed per stack (the tapset's __LJ_MAX_RESUME) */
+
+struct ljb_frame {
+	__u64 fn;	/* GCfunc */
+	__u64 key;	/* C function: its f; Lua: its GCproto; fast: 0 */
+	__u64 pc;	/* bytecode address (LJB_PC_INS) */
+	__u32 ffid;	/* 0 Lua, 1 C, > 1 fast function */
+	__u32 flags;	/* LJB_PC_* | LJB_F_CALLER */
+};
+
+/* How a walk ended. */
+enum { LJB_END_OK = 0, LJB_END_BROKEN = 1, LJB_END_TRUNC = 2 };
+
+/* A new stack id: its raw frames, innermost first.  A stack cut at depth
+ * (end LJB_END_TRUNC) has one frame more than nframes when it fits: the
+ * last frame's caller, which only names it. */
+struct ljb_event {
+	__u64 id;
+	__u64 g, L, T;		/* T: the running trace's GCtrace, or 0 */
+	__u64 leaf;		/* start of the symbol the sampled PC lies in, or 0 */
+	__s32 vmstate;
+	__u32 pid, nframes, end;
+	struct ljb_frame f[LJB_MAX_FRAMES];
+};
+
+/* A symbol range of native code (sorted by start in the syms map). */
+struct ljb_sym {
+	__u64 start, end;	/* end | LJB_SYM_VM */
+};
+
+/* Per-target-process state (pids map). */
+struct ljb_proc {
+	__u64 g;		/* its global_State, 0 until found */
+	__u64 samples;
+};
+
+/* Statistics counters (per-CPU array). */
+enum {
+	LJB_N_SAMPLES, LJB_N_LUA, LJB_N_JIT, LJB_N_INTERP, LJB_N_C, LJB_N_GC,
+	LJB_N_VMOTHER, LJB_N_NOLUA, LJB_N_NOVM, LJB_N_SKIPPED, LJB_N_DROPPED,
+	LJB_N_COST, LJB_N_LOSTMAP, LJB_N_LOSTRB,
+	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX,
+	LJB_N_MAX
+};
+
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bpf/run.h - --runtime=bpf: run a sample's native eBPF implementation
+ * instead of building a SystemTap module.
+ *
+ * A sample declares that it has one with a comment line of its own in its
+ * header,
+ *     # stap++ native: bpf NAME
+ * where NAME names the implementation (today only "lj-lua-stacks", see
+ * lib/bpf/lj_stacks.bpf.c).  Any other script under --runtime=bpf is an error
+ * that lists the samples with one.
+ */
+#ifndef STAPXX_BPF_RUN_H
+#define STAPXX_BPF_RUN_H
+
+#include <sys/types.h>
+
+#include "driver/run.h"
+#include "target/target.h"
+
+/* What the eBPF run needs from the command line. */
+struct bpf_run_opts {
+	const char *script;		/* the sample's path */
+	pid_t pid;			/* -x PID, or 0 */
+	pid_t master;			/* --master PID, or 0 */
+	struct expand_arg *args;	/* --arg NAME=VALUE */
+	size_t nargs;
+};
+
+/* Root, or CAP_BPF and CAP_PERFMON: 0, or -1 after error() and a hint
+ * (call it before inspecting the target). */
+int bpf_check_privilege(void);
+
+/*
+ * bpf_run - the native implementation the script declares, against the
+ * resolved target T (its executable and libraries give the DWARF).
+ * Returns the exit status: 0, EXIT_FAIL after error(), EXIT_USAGE after
+ * a usage error.
+ */
+int bpf_run(const struct bpf_run_opts *o, const struct target *t);
+
+#endif

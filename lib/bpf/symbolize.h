@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bpf/symbolize.h - user space of the eBPF backend: the native symbols of
+ * a target process (ELF symbol tables of its mapped objects), its memory
+ * (/proc/PID/mem), and the text of a stack the kernel side sent as raw
+ * frames (struct ljb_event), with the tapset's rules (tapset/luajit.sxx):
+ * chunk names, caller-derived function names, lines, traces, C symbols.
+ */
+#ifndef STAPXX_BPF_SYMBOLIZE_H
+#define STAPXX_BPF_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf/layout.h"
+#include "base/strbuf.h"
+
+struct ljb_symtab;
+
+/*
+ * ljb_symtab_load - the function symbols (with a size) of every
+ * executable file mapping of PID, at their run-time addresses, sorted and
+ * without overlaps.  Symbols of LuaJIT's assembler VM (lj_BC_*, lj_vm_*,
+ * lj_ff_*, ...) are marked.  Returns a table (free with ljb_symtab_free()),
+ * or NULL after error().
+ */
+struct ljb_symtab *ljb_symtab_load(pid_t pid);
+void ljb_symtab_free(struct ljb_symtab *st);
+
+/* The sorted ranges for the kernel's syms map: *n entries, owned by ST. */
+const struct ljb_sym *ljb_symtab_ranges(const struct ljb_symtab *st, size_t *n);
+
+/* The address of the symbol NAME (any type), 0 if none. */
+uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name);
+
+/* The name of the symbol whose range holds ADDR, NULL if none (owned by
+ * ST). */
+const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr);
+
+/*
+ * ljb_find_G - the global_State of PID's LuaJIT VM: the luajit CLI's
+ * globalL, or the lua module's main state in nginx (ngx_cycle).  0 when
+ * not set up yet (or unreadable).
+ */
+uint64_t ljb_find_G(pid_t pid, const struct ljb_layout *ly,
+		    const struct ljb_symtab *st);
+
+/* Options of the text (as the sample's --arg lines and fullpath). */
+struct ljb_textopts {
+	int lines, fullpath;
+};
+
+/*
+ * ljb_stack_text - the text of the stack EV (frames innermost first, one
+ * per line, each ending in '\n'; "[truncated]" last when cut at depth),
+ * appended to OUT.  Reads the target's memory now.  Returns 0, or -1 when
+ * the target's memory could not be read (OUT is then undefined).
+ */
+int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
+		   const struct ljb_symtab *st, const struct ljb_textopts *o,
+		   struct buf *out);
+
+/* Appends S (N bytes) as a frame text: ';' as ',', control bytes as \t,
+ * \n, \r or \xHH; bytes >= 0x80 unchanged. */
+void ljb_escape(struct buf *out, const char *s, size_t n);
+
+#endif

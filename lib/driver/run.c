@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* run.c - see run.h. */
+#include "driver/run.h"
+#include "dwarf/dwarf.h"
+#include "base/error.h"
+#include "driver/runtime.h"
+#include "base/source.h"
+#include "base/strbuf.h"
+#include "base/wrapper.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_args(const struct expansion *x)
+{
+	if (x->nparams == 0) {
+		printf("(this script takes no --arg)\n");
+		return;
+	}
+	for (size_t i = 0; i < x->nparams; i++) {
+		const struct xparam *p = &x->params[i];
+		if (p->def)
+			printf("--arg %s=VALUE (default: %s)\n", p->name, p->def);
+		else
+			printf("--arg %s=VALUE (required)\n", p->name);
+	}
+}
+
+static void dump_src(const struct expansion *x)
+{
+	for (size_t i = 0; i < x->nfiles; i++) {
+		const struct xfile *f = &x->files[i];
+		if (i)
+			printf("\n// ---- module %s: %s ----\n", f->module,
+			       f->src->path);
+		fputs(f->out, stdout);
+		if (f->src->len && f->out[0] && f->out[strlen(f->out) - 1] != '\n')
+			putchar('\n');
+	}
+}
+
+/* Basename of SCRIPT without .sxx/.stp, plus ".stp". */
+static char *stp_name(const char *script)
+{
+	const char *b = strrchr(script, '/');
+	size_t n;
+
+	b = b ? b + 1 : script;
+	n = strlen(b);
+	if (n > 4 && (strcmp(b + n - 4, ".sxx") == 0 ||
+		      strcmp(b + n - 4, ".stp") == 0))
+		n -= 4;
+	if (n == 0)
+		return xstrdup("script.stp");
+	return xasprintf("%.*s.stp", (int)n, b);
+}
+
+/* Write REL into the temp dir; map both names stap may print for it (the
+ * real path and the one under ROOT) back to SHOWN.  Returns the path under
+ * ROOT (owned by FROM), or NULL. */
+static const char *write_for_stap(const char *root, const char *rel,
+				  const char *text, const char *shown,
+				  struct strv *from, struct strv *to)
+{
+	char *real = tmpdir_write(rel, text, strlen(text));
+
+	if (!real)
+		return NULL;
+	strv_take(from, real);
+	strv_add(to, shown);
+	strv_take(from, xasprintf("%s/%s", root, rel));
+	strv_add(to, shown);
+	return from->v[from->n - 1];
+}
+
+static int run_stap(struct run_opts *o, struct expansion *x)
+{
+	struct strv from = {0}, to = {0}, argv = {0};
+	char *name, *tapset_dir = NULL, *fixed = NULL;
+	char *ktree = NULL, *krel = NULL;
+	const char *karg = o->stap.krelease, *root, *script;
+	int status = -1;
+
+	/* -r DIR: stap gets the absolute tree, the runtime fix its release */
+	if (karg) {
+		if (kernel_arg(karg, &ktree, &krel) < 0)
+			goto out;
+		if (ktree)
+			o->stap.krelease = ktree;
+	}
+
+	if ((!o->stap.pass || o->stap.pass[0] == '5') &&
+	    stap_check_privilege(o->stap.pid ? o->stap.pid
+					     : o->stap.master) < 0)
+		goto out;
+	if (!tmpdir_create())
+		goto out;
+	/* stable paths for stap's cache, unless -c would inherit the fd */
+	root = o->stap.cmd ? tmpdir_path() : STAP_DIR_ALIAS;
+	for (size_t i = 1; i < x->nfiles; i++) {
+		char *rel = xasprintf("tapset/%s.stp", x->files[i].module);
+		const char *p = write_for_stap(root, rel, x->files[i].out,
+					       x->files[i].src->path, &from, &to);
+		free(rel);
+		if (!p)
+			goto out;
+	}
+	if (x->nfiles > 1)
+		o->stap.tapset_dir = tapset_dir = xasprintf("%s/tapset", root);
+	name = stp_name(o->script && strcmp(o->script, "-") ? o->script
+							    : "command-line");
+	script = write_for_stap(root, name, x->files[0].out,
+				x->files[0].src->path, &from, &to);
+	free(name);
+	if (!script)
+		goto out;
+	o->stap.script = script;
+
+	if (!o->stap.runtime && !o->no_runtime_fix &&
+	    (!o->stap.pass || o->stap.pass[0] >= '4')) {
+		if (runtime_fix(krel, &fixed) < 0) {
+			hint("pass --no-runtime-fix to use the installed "
+			     "runtime as is");
+			goto out;
+		}
+		o->stap.runtime = fixed;	/* NULL: no fix needed */
+	}
+	if (o->stap.keep) {
+		tmpdir_keep();
+		fprintf(stderr, "stap++: keeping the expanded script in '%s'\n",
+			tmpdir_path());
+	}
+	stap_argv(&o->stap, &argv);
+	if (verbosity > 0) {
+		fputs("stap++: running:", stderr);
+		for (size_t i = 0; i < argv.n; i++)
+			fprintf(stderr, " %s", argv.v[i]);
+		fputc('\n', stderr);
+	}
+	status = stap_run(argv.v, from.v, to.v, from.n,
+			  strcmp(root, STAP_DIR_ALIAS) == 0 ? tmpdir_path()
+							    : NULL);
+out:
+	free(tapset_dir);
+	free(fixed);
+	free(krel);
+	free(ktree);
+	o->stap.krelease = karg;
+	strv_free(&argv);
+	strv_free(&from);
+	strv_free(&to);
+	return status < 0 ? EXIT_FAIL : status;
+}
+
+/* 0, or EXIT_FAIL after saying that standard output could not be written. */
+static int flush_stdout(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	error("cannot write standard output: %s", strerror(errno ? errno : EIO));
+	return EXIT_FAIL;
+}
+
+int run_script(struct run_opts *o, const struct target *t,
+	       const struct strv *dirs)
+{
+	struct expand_opts eo = {0};
+	struct expansion x;
+	struct source *src;
+	struct dw_set *dw;
+	int rc;
+
+	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
+					       strlen(o->script_text))
+			     : source_read(o->script);
+	if (!src)
+		return EXIT_FAIL;
+
+	dw = dw_set_new();
+	if (t->exec) {
+		dw_set_add(dw, t->exec);
+		strv_add(&o->stap.dpaths, t->exec);
+	}
+	for (size_t i = 0; i < t->libs.n; i++) {
+		dw_set_add(dw, t->libs.v[i]);
+		strv_add(&o->stap.dpaths, t->libs.v[i]);
+	}
+	for (size_t i = 0; i < o->dextra.n; i++) {
+		dw_set_add(dw, o->dextra.v[i]);
+		if (strv_find(&o->stap.dpaths, o->dextra.v[i]) < 0)
+			strv_add(&o->stap.dpaths, o->dextra.v[i]);
+	}
+
+	eo.mode = t->mode;
+	eo.exec_path = t->exec;
+	eo.exec_comm = t->comm;
+	eo.target_pid = o->stap.pid ? o->stap.pid : o->stap.master;
+	eo.libs = t->libs.v;
+	eo.nlibs = t->libs.n;
+	eo.missing = t->missing.v;
+	eo.nmissing = t->missing.n;
+	eo.dw = dw;
+	eo.incdirs = dirs->v;
+	eo.nincdirs = dirs->n;
+	eo.args = o->args;
+	eo.nargs = o->nargs;
+	eo.scan_only = o->list_args;
+
+	rc = expand_script(&eo, src, &x) < 0 ? EXIT_FAIL : 0;
+	if (rc == 0 && o->list_args) {
+		print_args(&x);
+		rc = flush_stdout();
+		goto out;
+	}
+	for (size_t i = 0; i < o->nargs && rc == 0; i++)
+		if (!o->args[i].used)
+			warning("--arg %s is not used by the script",
+				o->args[i].name);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < x.modules.n; i++)
+		if (strv_find(&o->stap.dpaths, x.modules.v[i]) < 0)
+			strv_add(&o->stap.dpaths, x.modules.v[i]);
+	if (o->dump_src) {
+		dump_src(&x);
+		rc = flush_stdout();
+		goto out;
+	}
+	rc = run_stap(o, &x);
+out:
+	expansion_free(&x);
+	dw_set_free(dw);
+	return rc;
+}
+

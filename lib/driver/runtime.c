@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * runtime.c - SystemTap 4.8 runtime fixes for Debian 12's 6.1.1xx kernels.
+ *
+ * Both fixes are decided from what is installed, not from version numbers:
+ * the runtime's own source tells whether it already copes, the target
+ * kernel's headers tell whether the kernel needs it.
+ *
+ *  fix 1 (task_work_cancel_func): needed when the kernel headers declare
+ *    task_work_cancel_func() and runtime/stp_task_work.c does not use it.
+ *    stp_task_work.c then takes the type of task_work_cancel_func and looks
+ *    that symbol up in kallsyms (it is not exported) instead of
+ *    task_work_cancel, which now takes a struct callback_head *.
+ *
+ *  fix 2 (user_addr_max): needed when runtime/linux/addr-map.c tests
+ *    `defined(user_addr_max)` and the kernel's uaccess headers no longer
+ *    define it.  Without it lookup_bad_addr_user() rejects every user
+ *    address outside task context, so each user read from timer.profile or
+ *    perf probes faults.  The fix defines user_addr_max() as TASK_SIZE_MAX
+ *    just before that function, so the range check it guards comes back.
+ *
+ * The patched copy lives in CACHE/stap++/runtime-<hash>, where <hash> covers
+ * every installed runtime file's path and contents plus the set of fixes, so
+ * a changed runtime (or another kernel needing other fixes) gets a new copy.
+ * The copy is made in a temporary dir and renamed into place, so concurrent
+ * runs never see half a runtime.
+ */
+#include "driver/runtime.h"
+#include "base/error.h"
+#include "base/strbuf.h"
+#include "driver/stap.h"
+#include "base/wrapper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define FIX_TASK_WORK_CANCEL 1u
+#define FIX_USER_ADDR_MAX    2u
+/* Bump when the edits below change, so old cached copies are not reused. */
+#define FIXES_VERSION "stap++ runtime fixes 1"
+#define STAMP_NAME ".stap++-runtime-fix"
+
+/* One textual edit: replace ANCHOR in FILE (relative to the runtime dir) by
+ * REPLACEMENT; every occurrence when ALL is set, else exactly one. */
+struct edit {
+	unsigned fix;
+	const char *file;
+	const char *anchor;
+	const char *replacement;
+	int all;
+};
+
+static const struct edit edits[] = {
+	{ FIX_TASK_WORK_CANCEL, "stp_task_work.c",
+	  "#if !defined(STAPCONF_TASK_WORK_CANCEL_EXPORTED)",
+	  "#if 1 /* stap++ runtime fix 1: task_work_cancel_func is not exported */", 1 },
+	{ FIX_TASK_WORK_CANCEL, "stp_task_work.c",
+	  "typedef typeof(&task_work_cancel) task_work_cancel_fn;",
+	  "/* stap++ runtime fix 1: the kernel's task_work_cancel() takes a\n"
+	  " * callback_head; cancelling by function is task_work_cancel_func(). */\n"
+	  "typedef typeof(&task_work_cancel_func) task_work_cancel_fn;", 0 },
+	{ FIX_TASK_WORK_CANCEL, "stp_task_work.c",
+	  "kallsyms_lookup_name(\"task_work_cancel\")",
+	  "kallsyms_lookup_name(\"task_work_cancel_func\")", 0 },
+	{ FIX_TASK_WORK_CANCEL, "stp_task_work.c",
+	  "Can't resolve task_work_cancel!",
+	  "Can't resolve task_work_cancel_func!", 0 },
+	{ FIX_USER_ADDR_MAX, "linux/addr-map.c",
+	  "static int\nlookup_bad_addr_user(",
+	  "/* stap++ runtime fix 2: 6.x kernels no longer define user_addr_max(),\n"
+	  " * which made lookup_bad_addr_user() reject every user address outside\n"
+	  " * task context (timer.profile, perf). */\n"
+	  "#if !defined(user_addr_max)\n"
+	  "#include <asm/processor.h>\n"
+	  "#define user_addr_max() TASK_SIZE_MAX\n"
+	  "#endif\n"
+	  "\n"
+	  "static int\nlookup_bad_addr_user(", 0 },
+};
+
+static int file_contains(const char *path, const char *needle)
+{
+	char *s = read_file(path, NULL);
+	int found = s && strstr(s, needle);
+	free(s);
+	return found;
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* --- where things are ----------------------------------------------------- */
+
+/* PREFIX/share/systemtap/runtime for the stap executable STAP (a path), or
+ * NULL. Caller frees. */
+static char *runtime_of(const char *stap)
+{
+	char real[PATH_MAX];
+	if (access(stap, X_OK) < 0 || !realpath(stap, real))
+		return NULL;
+	for (int up = 0; up < 2; up++) {	/* PREFIX/bin/stap -> PREFIX */
+		char *slash = strrchr(real, '/');
+		if (!slash)
+			return NULL;
+		*slash = '\0';
+	}
+	char *rt = xasprintf("%s/share/systemtap/runtime", real);
+	if (is_dir(rt))
+		return rt;
+	free(rt);
+	return NULL;
+}
+
+/* The installed runtime: $SYSTEMTAP_RUNTIME, else the runtime of the stap
+ * that stap++ runs (stap_binary(), a bare name looked up in $PATH), else
+ * /usr/share/systemtap/runtime. NULL if none exists. Caller frees. */
+static char *find_runtime(void)
+{
+	const char *env = getenv("SYSTEMTAP_RUNTIME");
+	if (env && *env)
+		return is_dir(env) ? xstrdup(env) : NULL;
+	const char *stap = stap_binary();
+	char *rt = NULL;
+	if (strchr(stap, '/')) {
+		rt = runtime_of(stap);
+	} else {
+		char *p = path_lookup(stap);
+		if (p)
+			rt = runtime_of(p);
+		free(p);
+	}
+	if (!rt && is_dir("/usr/share/systemtap/runtime"))
+		rt = xstrdup("/usr/share/systemtap/runtime");
+	return rt;
+}
+
+/* The target kernel's header trees, most specific first: the build and
+ * source links in /lib/modules/KREL, /usr/src/linux-headers-KREL and
+ * Debian's shared /usr/src/linux-headers-VERSION-ABI-common. Returns how
+ * many were found (up to 4); the strings are malloc'd. */
+static int find_headers(const char *krel, char *dirs[4])
+{
+	int n = 0;
+	char *cand[4];
+	cand[0] = xasprintf("/lib/modules/%s/build", krel);
+	cand[1] = xasprintf("/lib/modules/%s/source", krel);
+	cand[2] = xasprintf("/usr/src/linux-headers-%s", krel);
+	const char *dash = strrchr(krel, '-');
+	cand[3] = dash ? xasprintf("/usr/src/linux-headers-%.*s-common", (int)(dash - krel), krel)
+		       : xstrdup("");
+	for (int i = 0; i < 4; i++) {
+		char real[PATH_MAX];
+		int dup = 0;
+		if (!*cand[i] || !realpath(cand[i], real) || !is_dir(real)) {
+			free(cand[i]);
+			continue;
+		}
+		for (int j = 0; j < n; j++)
+			dup |= strcmp(dirs[j], real) == 0;
+		if (!dup)
+			dirs[n++] = xstrdup(real);
+		free(cand[i]);
+	}
+	return n;
+}
+
+/* Does any header tree hold RELPATH containing NEEDLE? */
+static int headers_contain(char **dirs, int n, const char *const *relpaths, const char *needle)
+{
+	for (int i = 0; i < n; i++)
+		for (const char *const *r = relpaths; *r; r++) {
+			char *p = xasprintf("%s/%s", dirs[i], *r);
+			int found = file_contains(p, needle);
+			free(p);
+			if (found)
+				return 1;
+		}
+	return 0;
+}
+
+/* Which fixes KREL needs with the runtime in RT (a FIX_* mask). */
+static unsigned needed_fixes(const char *rt, char **hdrs, int nhdrs)
+{
+	static const char *const task_work_h[] = { "include/linux/task_work.h", NULL };
+	static const char *const uaccess_h[] = {
+		"arch/x86/include/asm/uaccess.h", "arch/x86/include/asm/uaccess_64.h",
+		"include/linux/uaccess.h", "include/asm-generic/uaccess.h", NULL };
+	unsigned fixes = 0;
+	char *p;
+
+	p = xasprintf("%s/stp_task_work.c", rt);
+	if (headers_contain(hdrs, nhdrs, task_work_h, "task_work_cancel_func") &&
+	    !file_contains(p, "task_work_cancel_func"))
+		fixes |= FIX_TASK_WORK_CANCEL;
+	free(p);
+
+	p = xasprintf("%s/linux/addr-map.c", rt);
+	if (file_contains(p, "defined(user_addr_max)") &&
+	    !file_contains(p, "define user_addr_max") &&
+	    !headers_contain(hdrs, nhdrs, uaccess_h, "define user_addr_max"))
+		fixes |= FIX_USER_ADDR_MAX;
+	free(p);
+	return fixes;
+}
+
+/* --- hashing and copying the runtime ------------------------------------------ */
+
+static void fnv(uint64_t *h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++) {
+		*h ^= p[i];
+		*h *= 0x100000001b3ULL;
+	}
+}
+
+static int skip_entry(const struct dirent *d)
+{
+	return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
+}
+
+/* Hash the tree SRC/REL (paths and contents, in sorted order) into *H and,
+ * when DST is set, copy it to DST/REL. */
+static int walk(const char *src, const char *dst, const char *rel, uint64_t *h)
+{
+	char *sdir = *rel ? xasprintf("%s/%s", src, rel) : xstrdup(src);
+	struct dirent **ents;
+	int n = scandir(sdir, &ents, skip_entry, alphasort);
+	if (n < 0) {
+		error("cannot read the SystemTap runtime dir '%s': %s", sdir, strerror(errno));
+		free(sdir);
+		return -1;
+	}
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		char *r = *rel ? xasprintf("%s/%s", rel, ents[i]->d_name) : xstrdup(ents[i]->d_name);
+		char *s = xasprintf("%s/%s", src, r);
+		struct stat st;
+		if (rc == 0 && stat(s, &st) < 0)
+			rc = error("cannot read '%s': %s", s, strerror(errno));
+		if (rc == 0 && S_ISDIR(st.st_mode)) {
+			fnv(h, "d", 1);
+			fnv(h, r, strlen(r) + 1);
+			if (dst) {
+				char *d = xasprintf("%s/%s", dst, r);
+				if (mkdir(d, 0755) < 0)
+					rc = error("cannot create '%s': %s", d, strerror(errno));
+				free(d);
+			}
+			if (rc == 0)
+				rc = walk(src, dst, r, h);
+		} else if (rc == 0 && S_ISREG(st.st_mode)) {
+			size_t len;
+			char *data = read_file(s, &len);
+			if (!data) {
+				rc = error("cannot read '%s': %s", s, strerror(errno));
+			} else {
+				fnv(h, "f", 1);
+				fnv(h, r, strlen(r) + 1);
+				fnv(h, data, len);
+				if (dst) {
+					char *d = xasprintf("%s/%s", dst, r);
+					rc = write_file(d, data, len, st.st_mode & 0777);
+					free(d);
+				}
+				free(data);
+			}
+		}
+		free(s);
+		free(r);
+		free(ents[i]);
+	}
+	free(ents);
+	free(sdir);
+	return rc;
+}
+
+static int remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *p = xasprintf("%s/%s", path, e->d_name);
+		remove_tree(p);
+		free(p);
+	}
+	closedir(d);
+	return rmdir(path);
+}
+
+static int mkdir_p(const char *path)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			int rc = error("cannot create '%s': %s", p, strerror(errno));
+			free(p);
+			return rc;
+		}
+		*s = '/';
+	}
+	int rc = 0;
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		rc = error("cannot create '%s': %s", p, strerror(errno));
+	free(p);
+	return rc;
+}
+
+/* Apply every edit of the fixes in FIXES to the runtime copy in DIR. */
+static int apply_edits(const char *dir, unsigned fixes)
+{
+	for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+		const struct edit *e = &edits[i];
+		if (!(fixes & e->fix))
+			continue;
+		char *path = xasprintf("%s/%s", dir, e->file);
+		size_t len;
+		char *text = read_file(path, &len);
+		if (!text) {
+			error("cannot read '%s': %s", path, strerror(errno));
+			free(path);
+			return -1;
+		}
+		size_t alen = strlen(e->anchor), rlen = strlen(e->replacement);
+		int count = 0;
+		for (const char *s = text; (s = strstr(s, e->anchor)); s += alen)
+			count++;
+		if (count == 0 || (count > 1 && !e->all)) {
+			error("cannot apply SystemTap runtime fix %u: '%s' has %s of \"%.40s\"",
+			      e->fix == FIX_TASK_WORK_CANCEL ? 1 : 2, e->file,
+			      count ? "several copies" : "no copy", e->anchor);
+			hint("the installed runtime differs from the SystemTap 4.8 runtime these fixes are for");
+			free(text);
+			free(path);
+			return -1;
+		}
+		char *out = xmalloc(len + (size_t)count * rlen + 1), *o = out;
+		const char *s = text, *m;
+		while ((m = strstr(s, e->anchor))) {
+			memcpy(o, s, (size_t)(m - s));
+			o += m - s;
+			memcpy(o, e->replacement, rlen);
+			o += rlen;
+			s = m + alen;
+		}
+		strcpy(o, s);
+		o += strlen(s);
+		int rc = write_file(path, out, (size_t)(o - out), 0644);
+		free(out);
+		free(text);
+		free(path);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Is every existing component of PATH owned by us or root and writable by
+ * nobody else?  A patched runtime is compiled into a kernel module, so its
+ * cache must not be one that another user can change (sudo -E keeps the
+ * caller's HOME). */
+static int trusted_path(const char *path)
+{
+	char *p = xstrdup(path);
+	int ok = 1;
+
+	for (char *slash = p; ok && slash; ) {
+		struct stat st;
+		slash = strchr(slash + 1, '/');
+		if (slash)
+			*slash = '\0';
+		if (lstat(*p ? p : "/", &st) == 0) {
+			/* a sticky dir (/tmp) protects the entries below it,
+			 * which are checked in turn */
+			ok = !S_ISLNK(st.st_mode) &&
+			     (st.st_uid == geteuid() || st.st_uid == 0) &&
+			     (!(st.st_mode & (S_IWGRP | S_IWOTH)) ||
+			      (slash && (st.st_mode & S_ISVTX)));
+		} else if (errno != ENOENT) {
+			ok = 0;
+		}
+		if (slash)
+			*slash = '/';
+	}
+	free(p);
+	return ok;
+}
+
+/* The cache dir: $XDG_CACHE_HOME/stap++ or ~/.cache/stap++, the first one
+ * that is trusted_path(); as root, else /var/cache/stap++.  NULL if none. */
+static char *cache_root(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char *cand[2] = {
+		xdg && *xdg == '/' ? xasprintf("%s/stap++", xdg) : NULL,
+		home && *home == '/' ? xasprintf("%s/.cache/stap++", home) : NULL,
+	};
+	char *root = NULL;
+
+	for (int i = 0; i < 2; i++) {
+		if (!root && cand[i] && trusted_path(cand[i]))
+			root = cand[i];
+		else if (cand[i]) {
+			if (!root)
+				warning("not using '%s' for the patched SystemTap "
+					"runtime: it can be changed by another user",
+					cand[i]);
+			free(cand[i]);
+		}
+	}
+	if (!root && geteuid() == 0)
+		root = xstrdup("/var/cache/stap++");
+	return root;
+}
+
+static const char *fix_names(unsigned fixes)
+{
+	switch (fixes) {
+	case FIX_TASK_WORK_CANCEL:
+		return "task_work_cancel_func";
+	case FIX_USER_ADDR_MAX:
+		return "user_addr_max";
+	default:
+		return "task_work_cancel_func, user_addr_max";
+	}
+}
+
+int runtime_fix(const char *krelease, char **dir_out)
+{
+	*dir_out = NULL;
+	struct utsname u;
+	if (!krelease) {
+		if (uname(&u) < 0)
+			return error("cannot get the kernel release: %s", strerror(errno));
+		krelease = u.release;
+	}
+
+	char *rt = find_runtime();
+	if (!rt) {
+		info(1, "no SystemTap runtime found, no runtime fix");
+		return 0;
+	}
+	char *hdrs[4];
+	int nhdrs = find_headers(krelease, hdrs);
+	if (nhdrs == 0) {
+		info(1, "no kernel headers for '%s', no runtime fix", krelease);
+		free(rt);
+		return 0;
+	}
+	unsigned fixes = needed_fixes(rt, hdrs, nhdrs);
+	for (int i = 0; i < nhdrs; i++)
+		free(hdrs[i]);
+	if (!fixes) {
+		info(1, "SystemTap runtime '%s' needs no fix for kernel '%s'", rt, krelease);
+		free(rt);
+		return 0;
+	}
+
+	char *root = cache_root();
+	if (!root) {
+		free(rt);
+		error("cannot find a cache dir for the patched SystemTap runtime");
+		hint("set XDG_CACHE_HOME or HOME to a directory only you can "
+		     "write");
+		return -1;
+	}
+	uint64_t h = 0xcbf29ce484222325ULL;
+	fnv(&h, FIXES_VERSION, sizeof FIXES_VERSION);
+	fnv(&h, &fixes, sizeof fixes);
+	if (walk(rt, NULL, "", &h) < 0) {
+		free(root);
+		free(rt);
+		return -1;
+	}
+	char *dir = xasprintf("%s/runtime-%016llx", root, (unsigned long long)h);
+	char *stamp = xasprintf("%s/" STAMP_NAME, dir);
+	int rc = 0;
+	if (access(stamp, F_OK) == 0 && !trusted_path(dir)) {
+		rc = error("the patched SystemTap runtime '%s' can be changed by "
+			   "another user", dir);
+		hint("remove it, or set XDG_CACHE_HOME to a directory only you "
+		     "can write");
+		goto done;
+	}
+	if (access(stamp, F_OK) == 0) {
+		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
+		     dir, krelease, fix_names(fixes));
+		goto done;
+	}
+
+	info(1, "patching a copy of SystemTap runtime '%s' into '%s' (fixes for kernel '%s': %s)",
+	     rt, dir, krelease, fix_names(fixes));
+	if (mkdir_p(root) < 0) {
+		rc = -1;
+		goto done;
+	}
+	if (!trusted_path(root)) {
+		rc = error("cache dir '%s' can be changed by another user", root);
+		hint("set XDG_CACHE_HOME to a directory only you can write");
+		goto done;
+	}
+	char *tmp = xasprintf("%s/.tmp-runtime-XXXXXX", root);
+	if (!mkdtemp(tmp)) {
+		rc = error("cannot create a temporary dir in '%s': %s", root, strerror(errno));
+		free(tmp);
+		goto done;
+	}
+	chmod(tmp, 0755);
+	uint64_t h2 = 0;
+	char *tstamp = xasprintf("%s/" STAMP_NAME, tmp);
+	char *note = xasprintf("SystemTap runtime %s patched by stap++ for kernel %s: %s\n",
+			       rt, krelease, fix_names(fixes));
+	rc = walk(rt, tmp, "", &h2);
+	if (rc == 0)
+		rc = apply_edits(tmp, fixes);
+	if (rc == 0)
+		rc = write_file(tstamp, note, strlen(note), 0644);
+	if (rc == 0 && rename(tmp, dir) < 0) {
+		/* another stap++ may have won the race: use its copy */
+		if ((errno == EEXIST || errno == ENOTEMPTY) && access(stamp, F_OK) == 0) {
+			remove_tree(tmp);
+		} else {
+			rc = error("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
+		}
+	}
+	if (rc < 0)
+		remove_tree(tmp);
+	free(note);
+	free(tstamp);
+	free(tmp);
+done:
+	if (rc == 0) {
+		*dir_out = dir;
+		dir = NULL;
+	}
+	free(dir);
+	free(stamp);
+	free(root);
+	free(rt);
+	return rc;
+}
+
+int kernel_arg(const char *arg, char **tree_out, char **krel_out)
+{
+	*tree_out = *krel_out = NULL;
+	if (!strchr(arg, '/')) {
+		*krel_out = xstrdup(arg);
+		return 0;
+	}
+	char *tree = realpath(arg, NULL);
+	struct stat st;
+	if (!tree || stat(tree, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		error("'-r %s': %s", arg, tree ? strerror(ENOTDIR) : strerror(errno));
+		hint("-r takes a kernel release (uname -r) or a kernel build tree");
+		free(tree);
+		return -1;
+	}
+	char *path = xasprintf("%s/include/config/kernel.release", tree);
+	size_t len;
+	char *rel = read_file(path, &len);
+	free(path);
+	while (rel && len > 0 && (rel[len - 1] == '\n' || rel[len - 1] == ' '))
+		rel[--len] = '\0';
+	if (!rel || len == 0 || strchr(rel, '\n')) {
+		error("'-r %s': no include/config/kernel.release in it", arg);
+		hint("a kernel build tree holds the release it was built for there");
+		hint("'make deps' builds one for the VM's kernel in build/kernel/KREL");
+		free(rel);
+		free(tree);
+		return -1;
+	}
+	*tree_out = tree;
+	*krel_out = rel;
+	return 0;
+}

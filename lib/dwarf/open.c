@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dwarf/open.c - opening and indexing a binary; debug-info hints.  See
+ * dwarf/open.h.
+ */
+#include "dwarf/open.h"
+#include "base/error.h"
+#include "base/wrapper.h"
+
+#include <dirent.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ------------------------------------------------------------------ */
+/* Opening a binary */
+
+static char *debuginfo_path;	/* NULL: libdwfl's default search path */
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static void unusable(struct dw_bin *b, char *why)
+{
+	b->state = B_UNUSABLE;
+	b->why = why;
+}
+
+/* Open and index B once; afterwards b->state says what we got. */
+void bin_open(struct dw_bin *b)
+{
+	if (b->state != B_NEW)
+		return;
+	double t0 = now_ms();
+	int fd = open(b->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		unusable(b, xasprintf("cannot open '%s': %s", b->path,
+				      strerror(errno)));
+		return;
+	}
+	unsigned char magic[4];
+	ssize_t n = read(fd, magic, sizeof(magic));
+	close(fd);
+	if (n != 4 || memcmp(magic, ELFMAG, SELFMAG)) {
+		unusable(b, n < 0 ? xasprintf("cannot read '%s': %s", b->path,
+					      strerror(errno))
+				  : xasprintf("'%s' is not an ELF file",
+					      b->path));
+		return;
+	}
+	b->dwfl = dwfl_begin(&offline_callbacks);
+	if (!b->dwfl)
+		die("cannot initialize libdwfl: %s", dwfl_errmsg(-1));
+	const char *base = strrchr(b->path, '/');
+	b->mod = dwfl_report_offline(b->dwfl, base ? base + 1 : b->path,
+				     b->path, -1);
+	dwfl_report_end(b->dwfl, NULL, NULL);
+	if (!b->mod) {
+		unusable(b, xasprintf("cannot read ELF file '%s': %s", b->path,
+				      dwfl_errmsg(-1)));
+		return;
+	}
+	Dwarf_Addr bias;
+	b->dw = dwfl_module_getdwarf(b->mod, &bias);
+	if (!b->dw) {
+		b->state = B_NODEBUG;
+		info(1, "no debug info in '%s': %s", b->path, dwfl_errmsg(-1));
+		return;
+	}
+	double t1 = now_ms();
+	index_dwarf(b, b->dw);
+	Dwarf *alt = dwarf_getalt(b->dw);	/* dwz's common file */
+	if (alt)
+		index_dwarf(b, alt);
+	b->state = b->used ? B_READY : B_NODEBUG;
+	info(1, "indexed '%s': %zu names in %.1f ms (%.1f ms to load its "
+	     "DWARF)", b->path, b->used, now_ms() - t0, t1 - t0);
+}
+
+/* The Debian package that installed binary B (from dpkg's file lists),
+ * or NULL.  Only for hints: reads a few MB, once per binary without debug
+ * info.  Caller frees. */
+static char *dpkg_owner(struct dw_bin *b)
+{
+	DIR *d = opendir("/var/lib/dpkg/info");
+	if (!d)
+		return NULL;
+	char *owner = NULL, *line = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	while (!owner && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n < 6 || strcmp(de->d_name + n - 5, ".list"))
+			continue;
+		char *f = xasprintf("/var/lib/dpkg/info/%s", de->d_name);
+		FILE *fp = fopen(f, "r");
+		free(f);
+		if (!fp)
+			continue;
+		ssize_t len;
+		while (!owner && (len = getline(&line, &cap, fp)) > 0) {
+			if (line[len - 1] == '\n')
+				line[--len] = '\0';
+			/* merged /usr: dpkg may list /lib/x, realpath() says
+			 * /usr/lib/x */
+			if (!strcmp(line, b->path) || !strcmp(line, b->real) ||
+			    (!strncmp(b->real, "/usr/", 5) &&
+			     !strcmp(line, b->real + 4))) {
+				size_t end = strcspn(de->d_name, ":"); /* arch */
+				owner = xstrndup(de->d_name,
+						 end < n - 5 ? end : n - 5);
+			}
+		}
+		fclose(fp);
+	}
+	free(line);
+	closedir(d);
+	return owner;
+}
+
+/* The hints printed after "no debug info in ...": how to get it, and
+ * where libdwfl looked for a separate debug file.  Only the first time for
+ * B: a script with many macros would repeat them for every one. */
+void hint_debuginfo(struct dw_bin *b)
+{
+	if (b->hinted++)
+		return;		/* once per binary is enough */
+	const unsigned char *id = NULL;
+	GElf_Addr vaddr;
+	int len = b->mod ? dwfl_module_build_id(b->mod, &id, &vaddr) : 0;
+	char *pkg = dpkg_owner(b);
+	if (pkg)
+		hint("install the debug symbols of '%s' (Debian: %s-dbgsym "
+		     "from the debian-debug archive, or %s-dbg) or rebuild it "
+		     "with -g", b->path, pkg, pkg);
+	else
+		hint("install the debug symbols of '%s' (Debian: its -dbgsym "
+		     "package from the debian-debug archive) or rebuild it "
+		     "with -g", b->path);
+	free(pkg);
+	if (len > 1) {
+		char hex[2 * 64 + 1];
+		int m = len < 64 ? len : 64;
+		for (int i = 0; i < m; i++)
+			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		hint("a separate debug file is found by build-id as "
+		     "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	} else {
+		hint("a separate debug file is found by build-id under "
+		     "/usr/lib/debug/.build-id/ (this binary has no build-id)");
+	}
+	Dwarf_Addr bias;
+	GElf_Word crc;
+	Elf *elf = b->mod ? dwfl_module_getelf(b->mod, &bias) : NULL;
+	const char *link = elf ? dwelf_elf_gnu_debuglink(elf, &crc) : NULL;
+	if (link) {
+		const char *slash = strrchr(b->real, '/');
+		int dl = slash ? (int)(slash - b->real) : 0;
+		hint("or by its .gnu_debuglink as '%s' in '%.*s/', "
+		     "'%.*s/.debug/' or '/usr/lib/debug%.*s/' (with a "
+		     "matching CRC)", link, dl, b->real, dl, b->real, dl,
+		     b->real);
+	}
+}
+
+/* Open B for a query naming it explicitly; errors if it has no usable
+ * DWARF. */
+int bin_require(struct dw_bin *b)
+{
+	bin_open(b);
+	switch (b->state) {
+	case B_READY:
+		return 0;
+	case B_NODEBUG:
+		error("no debug info in '%s'", b->path);
+		hint_debuginfo(b);
+		return -1;
+	default:
+		return error("%s", b->why);
+	}
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * expand.h - the stapxx macro dialect: .sxx text in, plain stap text out.
+ *
+ * Macros (see stap++ --help and README):
+ *   @use a.b, c.d            load module tapset/a/b.sxx (each once, recursively)
+ *   $^arg_NAME [:default(V)] value of --arg NAME=V (or the default)
+ *   $^exec_path              the target executable
+ *   $^libNAME_path           the target's shared library libNAME (exact match
+ *                            libNAME[-.0-9]*.so(.N)*, then looser; else the
+ *                            executable, with a warning)
+ *   $^target                 target(); inside a string, the PID of -x PID
+ *                            or --master PID as text ("0", with a warning,
+ *                            when none was given)
+ *   $^pid_ok                 "is this process one we trace?" (depends on mode)
+ *   @pfunc(NAME)             process("EXEC").function("NAME")
+ *   $*NAME := EXPR           binds (expands to nothing); later $*NAME -> EXPR
+ *   @sizeof(T[, MOD]) @offsetof(T, a.b[, MOD]) @has_member(T, a[, MOD])
+ *   @has_type(T[, MOD]) @enum(NAME[, MOD])   DWARF, through dw_*()
+ *   @var("sym")              @var("sym@CU", "MODULE") (module found in DWARF)
+ *
+ * Expansion never changes line numbers: a macro whose text spans lines is
+ * replaced by its value followed by the same number of newlines, and values
+ * that contain newlines are joined with spaces.  Macros are not expanded in
+ * comments; inside string literals only $^ macros are, and --arg values
+ * there are escaped.  In code, --arg values that could change the script's
+ * structure (newline, ';', braces, comments, '%{', unbalanced quotes or
+ * brackets, @define) are rejected.
+ *
+ * Errors are reported through error() with FILE:LINE set; expansion goes
+ * on after errors that do not hide later ones (e.g. unknown struct members),
+ * so one run reports them all.  Nothing here calls die() or exit().
+ */
+#ifndef STAPXX_EXPAND_H
+#define STAPXX_EXPAND_H
+
+#include <stddef.h>
+
+#include "base/source.h"
+#include "base/strbuf.h"
+#include "target/target.h"
+
+struct dw_set;
+
+/* Module global holding the master PID in --master mode: set with stap
+ * -G (stap++ --master PID) or at load time (staprun MOD.ko stapxx_master=PID).
+ * Declared at the end of the main script when $^pid_ok/$^target use it. */
+#define STAPXX_MASTER "stapxx_master"
+
+/* One --arg NAME=VALUE. */
+struct expand_arg {
+	const char *name;
+	const char *value;
+	int used;		/* set by expand_script() */
+};
+
+struct expand_opts {
+	enum target_mode mode;
+	const char *exec_path;	/* NULL: no target executable */
+	const char *exec_comm;	/* execname() to match (TASK_COMM_LEN-1 chars) */
+	pid_t target_pid;	/* -x PID or --master PID, else 0: the text
+				   of $^target inside strings */
+	char *const *libs;	/* shared libraries, load order */
+	size_t nlibs;
+	char *const *missing;	/* libraries the target needs but that were
+				   not found (names): $^lib*_path errors */
+	size_t nmissing;
+	struct dw_set *dw;	/* NULL: DWARF macros are errors */
+	char *const *incdirs;	/* module search path, in order */
+	size_t nincdirs;
+	struct expand_arg *args;	/* --arg values */
+	size_t nargs;
+	int scan_only;		/* only load modules and collect $^arg_*:
+				   no target, DWARF or --arg values needed */
+};
+
+/* One file of the expanded script. */
+struct xfile {
+	char *module;		/* "a.b", or NULL for the main script */
+	struct source *src;	/* the original text (owned) */
+	char *out;		/* expanded text (owned; NULL if scan_only) */
+};
+
+/* One script argument ($^arg_NAME) seen in the script or its modules. */
+struct xparam {
+	char *name;
+	char *def;		/* default value (as written), or NULL */
+	struct source *def_src;	/* where the default is written: */
+	size_t def_from, def_to;	/* def_src->text[from, to) */
+	const char *file;	/* where first seen (points into an xfile) */
+	int line;
+};
+
+struct expansion {
+	struct xfile *files;	/* [0] is the main script, then modules in
+				   the order they were first used */
+	size_t nfiles;
+	struct xparam *params;	/* in order of first use */
+	size_t nparams;
+	struct strv modules;	/* binaries @var() resolved into (for -d) */
+	int uses_master;	/* the script reads STAPXX_MASTER */
+};
+
+/*
+ * expand_script - load MAIN's modules and expand everything.
+ * Takes ownership of MAIN (even on failure).  Fills *X (free it with
+ * expansion_free(), also on failure).  Returns 0, or -1 after at least one
+ * error() was printed.
+ */
+int expand_script(const struct expand_opts *o, struct source *main,
+		  struct expansion *x);
+/* Free everything *X holds (files, their sources and outputs, params,
+ * modules); *X is empty afterwards. */
+void expansion_free(struct expansion *x);
+
+#endif

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* proc.c - see proc.h. */
+#include "target/proc.h"
+#include "base/error.h"
+#include "base/strbuf.h"
+#include "base/wrapper.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int parse_pid(const char *opt, const char *s, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || v <= 0 ||
+	    v > INT_MAX)
+		return error("%s wants a process ID (a positive number), not "
+			     "'%s'", opt, s);
+	*out = (pid_t)v;
+	return 0;
+}
+
+static int proc_error(pid_t pid, const char *file, int err)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (err == ENOENT && access(path, F_OK) != 0)
+		return error("no process with PID %d", (int)pid);
+	if (err == ENOENT)
+		return error("process %d has no executable (a kernel thread, "
+			     "or it is exiting)", (int)pid);
+	error("cannot inspect process %d ('/proc/%d/%s'): %s", (int)pid,
+	      (int)pid, file, strerror(err));
+	if ((err == EACCES || err == EPERM) && geteuid() != 0)
+		hint("run stap++ as root (it needs to read the process's "
+		     "memory map, and stap needs root to trace it)");
+	return -1;
+}
+
+static void strip_deleted(char *p, const char *what)
+{
+	size_t n = strlen(p);
+	const char *suffix = " (deleted)";
+	size_t m = strlen(suffix);
+
+	if (n > m && strcmp(p + n - m, suffix) == 0) {
+		p[n - m] = '\0';
+		warning("%s '%s' was deleted or replaced after the process "
+			"started; its DWARF may not match", what, p);
+	}
+}
+
+int proc_exe(pid_t pid, char **out)
+{
+	char link[64], buf[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return proc_error(pid, "exe", errno);
+	buf[n] = '\0';
+	strip_deleted(buf, "executable");
+	*out = xstrdup(buf);
+	return 0;
+}
+
+char *proc_comm(pid_t pid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return xstrdup(buf);
+}
+
+/* Run ARGV (no shell) with stdout+stderr captured into OUT.  Returns the
+ * exit status, or -1 if it could not run. */
+static int run_capture(char *const argv[], struct buf *out)
+{
+	posix_spawn_file_actions_t fa;
+	int fds[2], status;
+	pid_t pid;
+	char chunk[4096];
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		close(fds[0]);
+		errno = rc;
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(fds[0], chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf_add(out, chunk, (size_t)n);
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* Libraries of EXE by ldd, in load order.  MISSING == NULL: quiet (no
+ * messages at all); else the libraries ldd cannot find go there, with a
+ * warning. */
+static int ldd_libs(const char *exe, struct strv *out, struct strv *missing)
+{
+	int quiet = !missing;
+	char *argv[] = { "ldd", (char *)exe, NULL };
+	struct buf b = {0};
+	int status = run_capture(argv, &b);
+	char *line, *save = NULL;
+
+	if (status < 0) {
+		if (!quiet)
+			error("cannot run 'ldd' on '%s': %s", exe,
+			      strerror(errno));
+		buf_free(&b);
+		return -1;
+	}
+	if (!b.s || strstr(b.s, "not a dynamic executable") ||
+	    strstr(b.s, "statically linked")) {
+		info(1, "'%s' is statically linked", exe);
+		buf_free(&b);
+		return 0;
+	}
+	if (status != 0) {
+		if (!quiet) {
+			error("'ldd %s' failed:", exe);
+			fputs(b.s, stderr);
+		}
+		buf_free(&b);
+		return -1;
+	}
+	for (line = strtok_r(b.s, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *arrow = strstr(line, "=> "), *p, *e;
+		char real[PATH_MAX];
+
+		p = arrow ? arrow + 3 : line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "not found", 9) == 0) {
+			if (!quiet) {
+				char *name = line, *ne;
+				while (*name == ' ' || *name == '\t')
+					name++;
+				ne = arrow ? arrow : name + strlen(name);
+				while (ne > name && (ne[-1] == ' ' || ne[-1] == '\t'))
+					ne--;
+				warning("ldd cannot find library '%.*s' of '%s'",
+					(int)(ne - name), name, exe);
+				char *soname = xstrndup(name, (size_t)(ne - name));
+				if (strv_find(missing, soname) < 0)
+					strv_take(missing, soname);
+				else
+					free(soname);
+			}
+			continue;
+		}
+		if (*p != '/')
+			continue;	/* linux-vdso.so.1 */
+		e = strstr(p, " (0x");
+		if (e)
+			*e = '\0';
+		if (!realpath(p, real))
+			snprintf(real, sizeof(real), "%s", p);
+		if (strv_find(out, real) < 0)
+			strv_add(out, real);
+	}
+	buf_free(&b);
+	return 0;
+}
+
+int exec_libs(const char *exe, struct strv *out, struct strv *missing)
+{
+	return ldd_libs(exe, out, missing);
+}
+
+static int is_shared_object(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return strstr(b ? b + 1 : path, ".so") != NULL;
+}
+
+int proc_libs(pid_t pid, const char *exe, struct strv *out)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	struct strv mapped = {0}, order = {0};
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return proc_error(pid, "maps", errno);
+	while (getline(&line, &cap, f) > 0) {
+		char *p = strchr(line, '/');
+		size_t n;
+		if (!p)
+			continue;
+		n = strlen(p);
+		if (n && p[n - 1] == '\n')
+			p[--n] = '\0';
+		if (strcmp(p, exe) == 0 || !is_shared_object(p))
+			continue;
+		if (strv_find(&mapped, p) < 0) {
+			strip_deleted(p, "library");
+			if (strv_find(&mapped, p) < 0)
+				strv_add(&mapped, p);
+		}
+	}
+	free(line);
+	if (ferror(f)) {
+		int e = errno;
+		fclose(f);
+		strv_free(&mapped);
+		return proc_error(pid, "maps", e);
+	}
+	fclose(f);
+	/* Load order: what the loader loads at start-up first (ldd order),
+	 * then libraries loaded later (dlopen) in address order. */
+	ldd_libs(exe, &order, NULL);
+	for (size_t i = 0; i < order.n; i++)
+		if (strv_find(&mapped, order.v[i]) >= 0 &&
+		    strv_find(out, order.v[i]) < 0)
+			strv_add(out, order.v[i]);
+	for (size_t i = 0; i < mapped.n; i++)
+		if (strv_find(out, mapped.v[i]) < 0)
+			strv_add(out, mapped.v[i]);
+	strv_free(&order);
+	strv_free(&mapped);
+	return 0;
+}
+
+int proc_children(pid_t pid, pid_t **out, size_t *n)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return error("cannot read '/proc': %s", strerror(errno));
+	while ((de = readdir(d))) {
+		char path[300], buf[512], *p;
+		int fd;
+		ssize_t len;
+		long ppid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* "pid (comm) state ppid ..."; comm may contain ')' */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+			continue;
+		if (ppid != pid)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[(*n)++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+int resolve_exec(const char *path, char **out)
+{
+	char real[PATH_MAX], magic[4];
+	char *found = NULL;
+	struct stat st;
+	int fd;
+
+	if (!*path)
+		return error("empty executable path");
+	if (!strchr(path, '/')) {
+		found = path_lookup(path);
+		if (!found)
+			return error("cannot find executable '%s' in $PATH",
+				     path);
+	}
+	if (!realpath(found ? found : path, real)) {
+		int e = errno;
+		error("cannot use executable '%s': %s", found ? found : path,
+		      strerror(e));
+		free(found);
+		return -1;
+	}
+	free(found);
+	if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+		return error("'%s' is not a regular file", real);
+	fd = open(real, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error("cannot read '%s': %s", real, strerror(errno));
+	if (read(fd, magic, 4) != 4 || memcmp(magic, "\177ELF", 4) != 0) {
+		close(fd);
+		error("'%s' is not an ELF executable", real);
+		hint("give the binary itself, not a wrapper script");
+		return -1;
+	}
+	close(fd);
+	*out = xstrdup(real);
+	return 0;
+}
+
+char *comm_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return xstrndup(b ? b + 1 : path, 15);
+}
