@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * expand/ctx.h - private to the expander (lib/expand/): the state of one
- * expand_script() run and the driver functions the macro handlers call
- * back into.  Not for other callers: use expand.h.
+ * expand_script() run and the functions every macro handler shares
+ * (ctx.c: messages, names, arguments; range.c: expand_range()).  Not for
+ * other callers: use expand/expand.h.
  *
  * Handlers get the index of their macro in c->src->text and return the
  * index after it, or (size_t)-1 on an error that stops the current file
@@ -15,9 +16,9 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "expand/expand.h"
 #include "expand/scan.h"
-#include "base/strbuf.h"
 
 /* A $*NAME binding (per file). */
 struct binding {
@@ -58,7 +59,6 @@ struct xctx {
 #define MAX_DEPTH 64
 #define MAX_VALUE (64 * 1024)	/* longest $*NAME value */
 
-
 /* "FILE:LINE: error: MSG" for offset OFF of the current file; counts the
  * error.  Returns -1. */
 int xerr(struct xctx *c, size_t off, const char *fmt, ...) PRINTF_LIKE(3, 4);
@@ -66,9 +66,10 @@ int xerr(struct xctx *c, size_t off, const char *fmt, ...) PRINTF_LIKE(3, 4);
 void xwarn(struct xctx *c, size_t off, const char *fmt, ...) PRINTF_LIKE(3, 4);
 
 /*
- * Expand text[i, end) of the current file into OUT.  Returns END, or
- * (size_t)-1 on an error that stops this file.  With STRIP_COMMENTS,
- * comments become one space (for values that are pasted elsewhere).
+ * Expand text[i, end) of the current file into OUT (range.c; the handlers
+ * call it for their arguments).  Returns END, or (size_t)-1 on an error
+ * that stops this file.  With STRIP_COMMENTS, comments become one space
+ * (for values that are pasted elsewhere).
  */
 size_t expand_range(struct xctx *c, size_t i, size_t end, struct buf *out,
 		    int strip_comments);
