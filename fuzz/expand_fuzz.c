@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= n;
 	}
 	struct expand_opts o = {
-		.mode = TARGET_MASTER,
+		.mode = PID_OK_MASTER,
 		.exec_path = "/fz/bin/nginx",
 		.exec_comm = "nginx",
 		.libs = libs,

@@ -13,9 +13,10 @@
 #ifndef STAPXX_BPF_RUN_H
 #define STAPXX_BPF_RUN_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
-#include "driver/run.h"
+#include "expand/expand.h"	/* struct expand_arg: the --arg list */
 #include "target/target.h"
 
 /* What the eBPF run needs from the command line. */

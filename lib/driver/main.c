@@ -300,8 +300,22 @@ static void parse_options(struct options *o, int argc, char **argv)
 		usage_die("--master - (no running master) needs --exec PATH");
 }
 
-/* The target the options name (see target.h); --master PID and -x PID
- * also go to stap's options.  Exits 2 on a bad --master PID. */
+/* How $^pid_ok decides (expand/expand.h), from the target options:
+ * --master first, then -x or -c, then an executable alone (--exec,
+ * --sample-pid). */
+static enum pid_ok_mode pid_ok_mode(const struct options *o,
+				    const struct target *t)
+{
+	if (o->master)
+		return PID_OK_MASTER;
+	if (o->pid || o->run.stap.cmd)
+		return PID_OK_TARGET;
+	return t->exec ? PID_OK_EXEC : PID_OK_NONE;
+}
+
+/* The target the options name (see target/target.h) and the mode of
+ * $^pid_ok; --master PID and -x PID also go to stap's options.  Exits 2
+ * on a bad --master PID. */
 static int resolve(struct options *o, struct target *t)
 {
 	struct target_spec s = {
@@ -318,7 +332,10 @@ static int resolve(struct options *o, struct target *t)
 	} else if (o->pid) {
 		o->run.stap.pid = o->pid;
 	}
-	return target_resolve(&s, t);
+	if (target_resolve(&s, t) < 0)
+		return -1;
+	o->run.mode = pid_ok_mode(o, t);
+	return 0;
 }
 
 static void options_free(struct options *o)

@@ -193,7 +193,7 @@ int run_script(struct run_opts *o, const struct target *t,
 			strv_add(&o->stap.dpaths, o->dextra.v[i]);
 	}
 
-	eo.mode = t->mode;
+	eo.mode = o->mode;
 	eo.exec_path = t->exec;
 	eo.exec_comm = t->comm;
 	eo.target_pid = o->stap.pid ? o->stap.pid : o->stap.master;

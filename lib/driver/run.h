@@ -23,6 +23,8 @@ struct run_opts {
 	struct expand_arg *args;	/* --arg NAME=VALUE */
 	size_t nargs;
 	int list_args, dump_src, no_runtime_fix;
+	enum pid_ok_mode mode;		/* how $^pid_ok decides (main sets it
+					   with the target) */
 	struct stap_opts stap;		/* stap's options; the run fills in
 					   dpaths, tapset_dir, script and
 					   runtime */

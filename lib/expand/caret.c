@@ -206,9 +206,9 @@ static const char *find_lib(struct xctx *c, size_t off, const char *name)
 /* Append the $^pid_ok expression for the mode; 0, or -1 without target. */
 static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 {
-	if (o->mode == TARGET_NONE)
+	if (o->mode == PID_OK_NONE)
 		return -1;
-	if (o->mode == TARGET_PID) {
+	if (o->mode == PID_OK_TARGET) {
 		buf_adds(out, "(pid() == target())");
 		return 0;
 	}
@@ -217,7 +217,7 @@ static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 	 * with -x, SystemTap's task finder follows only the master and the
 	 * children it forks later, so workers that already run would never
 	 * get their mappings tracked (@var, usymname fail in them). */
-	if (o->mode == TARGET_MASTER)
+	if (o->mode == PID_OK_MASTER)
 		buf_adds(out, "(" STAPXX_MASTER " ? ppid() == " STAPXX_MASTER
 			 " : target() ? ppid() == target() : execname() == \"");
 	else	/* staprun -x PID decides at run time; without it, the name */
@@ -408,12 +408,12 @@ static void caret_target(struct xctx *c, const char *id, size_t i,
 	if (in_str)
 		xerr(c, i, "$^%s cannot be used inside a string", id);
 	else if (id[0] == 't')
-		buf_adds(out, o->mode == TARGET_MASTER
+		buf_adds(out, o->mode == PID_OK_MASTER
 			 ? "(" STAPXX_MASTER " ? " STAPXX_MASTER " : target())"
 			 : "target()");
 	else if (!o->scan_only && add_pid_ok(out, o) < 0)
 		need_exec(c, i, "$^pid_ok");
-	if (o->mode == TARGET_MASTER)
+	if (o->mode == PID_OK_MASTER)
 		c->x->uses_master = 1;
 }
 

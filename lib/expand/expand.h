@@ -35,10 +35,10 @@
 #define STAPXX_EXPAND_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "base/source.h"
 #include "base/strbuf.h"
-#include "target/target.h"
 
 struct dw_set;
 
@@ -46,6 +46,18 @@ struct dw_set;
  * -G (stap++ --master PID) or at load time (staprun MOD.ko stapxx_master=PID).
  * Declared at the end of the main script when $^pid_ok/$^target use it. */
 #define STAPXX_MASTER "stapxx_master"
+
+/* How $^pid_ok decides whether the current process is traced (the caller
+ * picks it from its target options). */
+enum pid_ok_mode {
+	PID_OK_NONE,	/* no target: $^pid_ok, $^exec_path... are errors */
+	PID_OK_TARGET,	/* -x PID or -c CMD: pid() == target() */
+	PID_OK_MASTER,	/* --master: ppid() == STAPXX_MASTER (run-time
+			   children); else ppid() == target() with staprun -x;
+			   else execname() match */
+	PID_OK_EXEC,	/* --exec / --sample-pid: pid() == target() when
+			   staprun -x was given, else execname() match */
+};
 
 /* One --arg NAME=VALUE. */
 struct expand_arg {
@@ -55,7 +67,7 @@ struct expand_arg {
 };
 
 struct expand_opts {
-	enum target_mode mode;
+	enum pid_ok_mode mode;
 	const char *exec_path;	/* NULL: no target executable */
 	const char *exec_comm;	/* execname() to match (TASK_COMM_LEN-1 chars) */
 	pid_t target_pid;	/* -x PID or --master PID, else 0: the text

@@ -67,14 +67,6 @@ int target_resolve(const struct target_spec *s, struct target *t)
 		}
 	}
 
-	if (s->master)
-		t->mode = TARGET_MASTER;
-	else if (s->pid || s->cmd)
-		t->mode = TARGET_PID;
-	else if (t->exec)
-		t->mode = TARGET_EXEC;
-	else
-		t->mode = TARGET_NONE;
 	if (t->exec)
 		info(1, "executable: %s (%zu libraries)", t->exec, t->libs.n);
 	return 0;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * target.h - the target of a stap++ run: which executable and shared
- * libraries the script's macros resolve against, and how $^pid_ok decides
- * whether a process is traced.
+ * target/target.h - the target of a stap++ run: which executable and
+ * shared libraries the script's macros and the eBPF backend resolve
+ * against.
  *
  * The target comes from the options: -x PID, --master PID (or "-"),
  * --sample-pid PID, --exec PATH, -c CMD.  target_resolve() inspects the
@@ -14,17 +14,6 @@
 #include <sys/types.h>
 
 #include "base/strbuf.h"
-
-/* How $^pid_ok decides whether the current process is traced. */
-enum target_mode {
-	TARGET_NONE,	/* no target: $^pid_ok, $^exec_path... are errors */
-	TARGET_PID,	/* -x PID or -c CMD: pid() == target() */
-	TARGET_MASTER,	/* --master: ppid() == STAPXX_MASTER (run-time
-			   children); else ppid() == target() with staprun -x;
-			   else execname() match */
-	TARGET_EXEC,	/* --exec / --sample-pid: pid() == target() when
-			   staprun -x was given, else execname() match */
-};
 
 /* What the options say about the target (all optional; 0/NULL: not
  * given).  The option parser has already checked that they go together. */
@@ -43,7 +32,6 @@ struct target {
 	char *comm;		/* its execname() (TASK_COMM_LEN-1 chars) */
 	struct strv libs;	/* shared libraries, load order */
 	struct strv missing;	/* libraries ldd could not find (names) */
-	enum target_mode mode;
 };
 
 /*
