@@ -57,21 +57,36 @@ ifneq ($(file <$(FLAGS_STAMP)),$(FLAGS_NOW))
 $(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 
-LIB_SRCS := $(filter-out %.bpf.c,$(wildcard lib/*/*.c))
+# lib/ holds one folder per component (lib/README.md), each built into a
+# static archive lib/C/libstapxx-C.a from its *.c files (a BPF program,
+# *.bpf.c, is not one of them).  A component uses only those to its right
+# in COMPONENTS, the order the linker needs them in.
+COMPONENTS := driver bpf expand dwarf target base
+comp_srcs = $(filter-out %.bpf.c,$(wildcard $(foreach c,$(1),lib/$(c)/*.c)))
+comp_libs = $(foreach c,$(1),lib/$(c)/libstapxx-$(c).a)
+LIB_SRCS := $(call comp_srcs,$(COMPONENTS))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
-FLAME_COMMON := util/flame.c lib/base/error.c lib/base/strbuf.c lib/base/wrapper.c
+FLAME_COMMON := util/flame.c $(call comp_libs,base)
 PROGS := stap++ util/fold util/flamegraph util/pprof
 
 all: $(PROGS)
 
-stap++: $(LIB_OBJS)
+stap++: $(call comp_libs,$(COMPONENTS))
 	$(quiet) LINK $@
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS_DW) $(LDLIBS_BPF) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DW) $(LDLIBS_BPF) $(LDLIBS)
 
-# The eBPF backend (--runtime=bpf): bpf/*.bpf.c built with clang -target
-# bpf against bpf/lj_stacks.h and libbpf's headers only (no kernel
-# headers: the few kernel types are declared there and relocated by CO-RE
-# against the running kernel's BTF at load time), and a bpftool skeleton.
+# Each archive holds its folder's objects (rebuilt whole, so a removed
+# source leaves no stale member).
+$(foreach c,$(COMPONENTS),$(eval $(call comp_libs,$(c)): $(patsubst %.c,%.o,$(call comp_srcs,$(c)))))
+lib/%.a:
+	$(quiet) AR $@
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# The eBPF backend (--runtime=bpf): lib/bpf/*.bpf.c built with clang
+# -target bpf against lib/bpf/lj_stacks.h and libbpf's headers only (no
+# kernel headers: the few kernel types are declared there and relocated by
+# CO-RE against the running kernel's BTF at load time), and a bpftool
+# skeleton.
 CLANG   ?= clang
 BPFTOOL ?= $(or $(wildcard /usr/sbin/bpftool),bpftool)
 LDLIBS_BPF := -lbpf -lelf -lz
@@ -83,17 +98,18 @@ lib/bpf/lj_stacks.skel.h: lib/bpf/lj_stacks.bpf.o
 	$(quiet) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name lj_stacks > $@.tmp && mv $@.tmp $@
 lib/bpf/lj_stacks_user.o: lib/bpf/lj_stacks.skel.h
-$(filter lib/bpf/%.o,$(LIB_OBJS)): lib/bpf/lj_stacks.h
 
-lib/%.o: lib/%.c $(wildcard lib/*/*.h) Makefile $(FLAGS_STAMP)
+# Headers: each object's .d file (-MMD) lists those it includes.
+lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c -o $@ $<
+-include $(LIB_OBJS:.o=.d)
 
-util/fold: util/fold.c $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
+util/fold: util/fold.c $(FLAME_COMMON) util/flame.h $(wildcard lib/base/*.h) Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/fold.c $(FLAME_COMMON) $(LDLIBS)
 
-util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
+util/flamegraph: util/flamegraph.c $(FLAME_COMMON) util/flame.h $(wildcard lib/base/*.h) Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ util/flamegraph.c $(FLAME_COMMON) $(LDLIBS) -lm
 
@@ -103,7 +119,7 @@ util/profile.pb-c.c: util/profile.proto
 	$(quiet) PROTOC $@
 	$(Q)protoc-c --proto_path=util --c_out=util util/profile.proto
 util/profile.pb-c.h: util/profile.pb-c.c
-util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_COMMON) util/flame.h lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile $(FLAGS_STAMP)
+util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_COMMON) util/flame.h $(wildcard lib/base/*.h) Makefile $(FLAGS_STAMP)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $(PPROF_SRCS) $(FLAME_COMMON) $(LDLIBS) -lprotobuf-c -lz
 
@@ -195,8 +211,8 @@ install: all
 	cp -R tapset samples $(DESTDIR)$(DATADIR)/
 
 clean:
-	rm -f $(PROGS) lib/*/*.o util/*.o util/profile.pb-c.[ch] $(FLAGS_STAMP)
-	rm -f lib/bpf/*.skel.h
+	rm -f $(PROGS) lib/*/*.[oad] util/*.o util/profile.pb-c.[ch] $(FLAGS_STAMP)
+	rm -f lib/bpf/*.skel.h lib/bpf/*.skel.h.tmp
 	rm -rf t/out
 
 # Fuzz targets (libFuzzer; need clang and libclang-rt-14-dev): the expander
@@ -204,17 +220,19 @@ clean:
 FUZZ_SECONDS ?= 30
 FUZZCFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 -close_fd_mask=2 -artifact_prefix=fuzz/out/
-# the expander and what it uses: all of lib/ but the command line, the run,
-# the target's processes and stap, and the eBPF backend (lib/bpf_*.c)
-FUZZ_SRCS := fuzz/expand_fuzz.c $(filter-out lib/driver/%.c lib/target/%.c lib/bpf/%.c,$(LIB_SRCS))
-fuzz/out/expand_fuzz: $(FUZZ_SRCS) $(wildcard lib/*/*.h) Makefile
+# The fuzz targets are built from their components' sources (clang with
+# the sanitizers, not the archives' objects).  The expander uses expand,
+# dwarf and base.
+FUZZ_COMPONENTS := expand dwarf base
+FUZZ_SRCS := fuzz/expand_fuzz.c $(call comp_srcs,$(FUZZ_COMPONENTS))
+fuzz/out/expand_fuzz: $(FUZZ_SRCS) $(wildcard $(foreach c,$(FUZZ_COMPONENTS),lib/$(c)/*.h)) Makefile
 	$(quiet) FUZZCC $@
 	$(Q)mkdir -p fuzz/out
 	$(Q)clang $(CPPFLAGS) $(FUZZCFLAGS) -o $@ $(FUZZ_SRCS) $(LDLIBS_DW)
 
 # util/fold's and util/flamegraph's reader, util/pprof's input and profile
-FUZZ_FLAME_SRCS := fuzz/flame_fuzz.c util/pprof_input.c util/pprof_profile.c util/profile.pb-c.c $(FLAME_COMMON)
-fuzz/out/flame_fuzz: $(FUZZ_FLAME_SRCS) util/profile.pb-c.h $(wildcard util/*.h) lib/base/error.h lib/base/strbuf.h lib/base/wrapper.h Makefile
+FUZZ_FLAME_SRCS := fuzz/flame_fuzz.c util/pprof_input.c util/pprof_profile.c util/profile.pb-c.c util/flame.c $(call comp_srcs,base)
+fuzz/out/flame_fuzz: $(FUZZ_FLAME_SRCS) util/profile.pb-c.h $(wildcard util/*.h) $(wildcard lib/base/*.h) Makefile
 	$(quiet) FUZZCC $@
 	$(Q)mkdir -p fuzz/out
 	$(Q)clang $(CPPFLAGS) -DFLAME_CHUNK_SIZE=256 $(FUZZCFLAGS) -o $@ $(FUZZ_FLAME_SRCS) -lprotobuf-c -lz
