@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# stap++'s SystemTap 4.8 runtime fixes (lib/runtime.c): plain stap fails to
+# stap++'s SystemTap 4.8 runtime fixes (lib/driver/runtime.c): plain stap fails to
 # build a module for the guest kernel, stap++ builds it with a patched copy of
 # the runtime in its cache, reuses the copy, makes a new one when the
 # installed runtime changes, leaves a runtime that needs no fix alone, and
