@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "expand/expand.h"
 #include "base/source.h"
+#include "expand/expand.h"
 
 static char *libs[] = { "/fz/lib/libluajit-5.1.so.2", "/fz/lib/libc.so.6" };
 static char *incdirs[] = { "fuzz/tapset" };

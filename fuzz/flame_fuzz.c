@@ -54,10 +54,10 @@
 
 #include <sanitizer/allocator_interface.h>
 
-#include "base/error.h"
 #include "../util/flame.h"
 #include "../util/pprof_input.h"
 #include "../util/pprof_profile.h"
+#include "base/error.h"
 
 /* ---- allocations of calls that may die -------------------------------- */
 

@@ -10,8 +10,8 @@
 #ifndef STAPXX_BPF_LAYOUT_H
 #define STAPXX_BPF_LAYOUT_H
 
-#include "dwarf/dwarf.h"
 #include "bpf/lj_stacks.h"
+#include "dwarf/dwarf.h"
 
 /* User-space layouts (offsets and enumerators, as long long). */
 struct ljb_layout {

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/lj_stacks_user.c - see bpf/lj_stacks_user.h. */
 #include "bpf/lj_stacks_user.h"
-#include "bpf/layout.h"
-#include "bpf/symbolize.h"
 #include "base/error.h"
-#include "target/proc.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
+#include "bpf/layout.h"
+#include "bpf/symbolize.h"
+#include "target/proc.h"
 
 #include "bpf/lj_stacks.skel.h"
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/run.c - see bpf/run.h. */
 #include "bpf/run.h"
-#include "bpf/lj_stacks_user.h"
-#include "bpf/lj_stacks.h"
-#include "dwarf/dwarf.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "bpf/lj_stacks.h"
+#include "bpf/lj_stacks_user.h"
+#include "dwarf/dwarf.h"
 
 #include <errno.h>
 #include <linux/capability.h>

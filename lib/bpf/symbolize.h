@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpf/layout.h"
 #include "base/strbuf.h"
+#include "bpf/layout.h"
 
 struct ljb_symtab;
 

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* main.c - stap++: the command line.  The run itself is in run.c. */
-#include "bpf/run.h"
 #include "base/error.h"
+#include "base/strbuf.h"
+#include "base/wrapper.h"
+#include "bpf/run.h"
+#include "driver/run.h"
+#include "driver/stap.h"
 #include "expand/expand.h"
 #include "expand/use.h"
 #include "target/proc.h"
-#include "driver/run.h"
-#include "driver/stap.h"
-#include "base/strbuf.h"
 #include "target/target.h"
-#include "base/wrapper.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* run.c - see run.h. */
 #include "driver/run.h"
-#include "dwarf/dwarf.h"
 #include "base/error.h"
-#include "driver/runtime.h"
 #include "base/source.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
+#include "driver/runtime.h"
+#include "dwarf/dwarf.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,9 +10,9 @@
 
 #include <stddef.h>
 
-#include "expand/expand.h"
-#include "driver/stap.h"
 #include "base/strbuf.h"
+#include "driver/stap.h"
+#include "expand/expand.h"
 #include "target/target.h"
 
 /* What the command line asks of the run.  Owned by the caller (main). */

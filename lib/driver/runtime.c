@@ -28,8 +28,8 @@
 #include "driver/runtime.h"
 #include "base/error.h"
 #include "base/strbuf.h"
-#include "driver/stap.h"
 #include "base/wrapper.h"
+#include "driver/stap.h"
 
 #include <dirent.h>
 #include <errno.h>

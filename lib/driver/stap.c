@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* stap.c - see stap.h. */
 #include "driver/stap.h"
-#include "expand/expand.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
+#include "expand/expand.h"
 
 #include <errno.h>
 #include <fcntl.h>

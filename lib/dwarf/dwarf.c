@@ -16,12 +16,12 @@
  * (type names, peeling, sizes) and dwarf_member (member paths).
  */
 #include "dwarf/dwarf.h"
+#include "base/error.h"
+#include "base/wrapper.h"
 #include "dwarf/index.h"
 #include "dwarf/member.h"
 #include "dwarf/search.h"
 #include "dwarf/type.h"
-#include "base/error.h"
-#include "base/wrapper.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

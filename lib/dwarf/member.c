@@ -4,9 +4,9 @@
  * byte offsets.  See dwarf/member.h.
  */
 #include "dwarf/member.h"
-#include "dwarf/type.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/type.h"
 
 #include <dwarf.h>
 #include <errno.h>

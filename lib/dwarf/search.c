@@ -3,9 +3,9 @@
  * dwarf/search.c - searching the set.  See dwarf/search.h.
  */
 #include "dwarf/search.h"
-#include "dwarf/open.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/open.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * dwarf/type.h.
  */
 #include "dwarf/type.h"
-#include "dwarf/search.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/search.h"
 
 #include <dwarf.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
  * structure.
  */
 #include "expand/caret.h"
-#include "expand/scan.h"
 #include "base/wrapper.h"
+#include "expand/scan.h"
 
 #include <ctype.h>
 #include <stdlib.h>

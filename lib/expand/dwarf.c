@@ -4,8 +4,8 @@
  * @has_type, @enum) and @var("sym").  See expand/dwarf.h.
  */
 #include "expand/dwarf.h"
-#include "dwarf/dwarf.h"
 #include "base/wrapper.h"
+#include "dwarf/dwarf.h"
 
 #include <stdlib.h>
 #include <string.h>

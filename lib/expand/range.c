@@ -7,13 +7,13 @@
  * The handlers expand their macros' arguments through expand_range()
  * again: this recursion is the one call back, bounded by MAX_DEPTH.
  */
-#include "expand/ctx.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "dwarf/dwarf.h"
 #include "expand/bind.h"
 #include "expand/caret.h"
 #include "expand/cond.h"
+#include "expand/ctx.h"
 #include "expand/dwarf.h"
 #include "expand/scan.h"
 #include "expand/use.h"

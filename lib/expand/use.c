@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* expand/use.c - the @use module loader.  See expand/use.h. */
 #include "expand/use.h"
-#include "expand/ctx.h"
 #include "base/wrapper.h"
+#include "expand/ctx.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -2,8 +2,8 @@
 /* target.c - see target.h. */
 #include "target/target.h"
 #include "base/error.h"
-#include "target/proc.h"
 #include "base/wrapper.h"
+#include "target/proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
