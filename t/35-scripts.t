@@ -21,6 +21,8 @@ my %bad = (                     # script => a bad argument and the error it gets
 	'bench-gc'         => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-offcpu'     => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-alloc'      => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-probe'      => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-all'        => [['--bogus'], qr/unknown argument '--bogus'/],
 	soak               => [['--bogus'], qr/unknown argument '--bogus'/],
 );
 
@@ -58,6 +60,11 @@ for my $c (
 	['bench-overhead', ['-n', '3'],    qr/-n must be at least 5/],
 	['deps',           [qw(--check-debsrc x)], qr/too many arguments/],
 	['demo',           ['-h', 'x'],    qr/unknown argument 'x'/],
+	['bench-probe',    ['-d', '0'],    qr/-d wants a positive number, not '0'/],
+	['bench-probe',    ['--only'],     qr/--only needs a value/],
+	['bench-probe',    [qw(--only co,nope)], qr/unknown case 'nope'/],
+	['bench-all',      ['--only'],     qr/--only needs a value/],
+	['bench-all',      [qw(--only gc,nope)], qr/unknown benchmark 'nope'/],
 ) {
 	my ($name, $args, $msg) = @$c;
 	my ($rc, $out, $err) = run_cmd("$ROOT/dev/$name", @$args);
