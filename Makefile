@@ -21,8 +21,6 @@
 #   make bench-overhead-bpf  eBPF sampling overhead on the seed app, natively
 #   make bench-gc        walk rate and stall of lj-gc-objs/lj-gco-ref, in the VM
 #   make bench-alloc     a uprobe trap per allocation (lj-lua-alloc), natively (eBPF)
-#   make bench-probe     lj-lua-stacks' shares and time per sample, per configuration, in the VM
-#   make bench-all       every benchmark; rewrites docs/benchmarks.md's generated section
 #   make fuzz            build and briefly run the fuzz targets (FUZZ_SECONDS=30 each)
 #   make soak            lj-lua-stacks --master under load for 10 min, in the VM
 #                        (MINUTES=, SOAK_FLAGS='-D MAXSKIPPED=100000')
@@ -197,11 +195,14 @@ bench-gc: all
 bench-alloc:
 	dev/bench-alloc
 
+# make bench-probe: lj-lua-stacks' shares and time per sample in each
+# configuration, in the VM (dev/bench-probe --bpf: natively).  make
+# bench-all: every benchmark, one after another; rewrites the generated
+# section of docs/benchmarks.md (BENCH_FLAGS='--full', '--only probe,gc').
+.PHONY: bench-probe bench-all
 bench-probe: all
 	dev/bench-probe
 
-# every benchmark, one after another; rewrites the generated section of
-# docs/benchmarks.md (BENCH_FLAGS='--full', '--only probe,gc', '--list')
 bench-all: all
 	dev/bench-all $(BENCH_FLAGS)
 
@@ -252,4 +253,4 @@ fuzz: fuzz/out/expand_fuzz fuzz/out/flame_fuzz
 	fuzz/out/expand_fuzz $(FUZZ_RUN) fuzz/out/corpus fuzz/corpus
 	fuzz/out/flame_fuzz $(FUZZ_RUN) fuzz/out/flame-corpus fuzz/flame-corpus
 
-.PHONY: all test test-fresh check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc bench-probe bench-all soak install clean
+.PHONY: all test test-fresh check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean
