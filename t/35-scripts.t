@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The shell scripts users and make run (dev/deps, dev/demo, dev/bench-*):
+# The shell scripts users and make run (dev/deps, dev/demo, dev/bench-*,
+# dev/test-fresh):
 # -h/--help prints usage on stdout and exits 0; a bad argument exits 2 with
 # one "NAME: error: ..." line and the usage on stderr, before anything is
 # installed, built or booted (so this needs no root, apt, build/ or VM).
@@ -24,6 +25,7 @@ my %bad = (                     # script => a bad argument and the error it gets
 	'bench-probe'      => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-all'        => [['--bogus'], qr/unknown argument '--bogus'/],
 	soak               => [['--bogus'], qr/unknown argument '--bogus'/],
+	'test-fresh'       => [['--bogus'], qr/unknown argument '--bogus'/],
 );
 
 for my $name (sort keys %bad) {
@@ -65,6 +67,7 @@ for my $c (
 	['bench-probe',    [qw(--only co,nope)], qr/unknown case 'nope'/],
 	['bench-all',      ['--only'],     qr/--only needs a value/],
 	['bench-all',      [qw(--only gc,nope)], qr/unknown benchmark 'nope'/],
+	['test-fresh',     ['--demo-only', 'x'], qr/unknown argument 'x'/],
 ) {
 	my ($name, $args, $msg) = @$c;
 	my ($rc, $out, $err) = run_cmd("$ROOT/dev/$name", @$args);
