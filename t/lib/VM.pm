@@ -125,8 +125,24 @@ C<sleep 0.5>; C<$pid> is the target's pid), then
 C<staprun [OPTS] -x $pid MODULE> in the foreground, then kills the target.
 Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
 C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
-stopped with SIGINT, which makes the module's C<end> probes run; default 30).
+stopped with SIGINT, which makes the module's C<end> probes run; default 30),
+C<cpu> (seconds: a module built without C<time> samples until the target
+has used that much CPU time, with C<sample_sh>; C<timeout> then defaults
+to 120).
 The case's status is staprun's (124 when it had to be stopped).
+
+=item C<VM::sample_sh(CMD, PIDS, CPU [, TIMEOUT])>
+
+Shell text that runs CMD (a staprun of a module that samples until SIGINT)
+in the background, its output in C<$CASE/sample.out>; waits (at most 60
+s) for the sample's start line ("...; press Ctrl-C to stop"), then stops
+CMD with SIGINT once the processes PIDS (shell words, evaluated each time,
+e.g. C<$pid> or C<$(pgrep -P $master)>) have used CPU more seconds of CPU
+time (/proc/PID/schedstat), or after TIMEOUT (default 120) seconds of
+wall time.  A case then samples for the work its target did, not for the
+wall clock of a guest that a loaded host slows down.  Prints CMD's output,
+then a note C<# sampled: N ns of CPU time in M s>; CMD's status is in
+C<$rc> (and C<$?>).
 
 =item C<VM::nginx_up(%opts)>, C<VM::nginx_down()>
 
@@ -281,17 +297,54 @@ sub staprun_sh {
 	die "staprun_sh: need target and module\n" unless defined $o{target} && defined $o{module};
 	my $ready = $o{ready} // 'sleep 0.5';
 	my $opts  = $o{staprun_opts} // '';
-	my $t     = $o{timeout} // 30;
 	my $mod   = sh_quote($o{module});
+	my $run;
+	if (defined $o{cpu}) {
+		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{cpu}, $o{timeout});
+	} else {
+		my $t = $o{timeout} // 30;
+		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
+	}
 	return <<"SH";
 $o{target} > "\$CASE/target.log" 2>&1 &
 pid=\$!
 $ready
-timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod
-rc=\$?
-kill \$pid 2>/dev/null
+${run}kill \$pid 2>/dev/null
 wait \$pid 2>/dev/null
 exit \$rc
+SH
+}
+
+sub sample_sh {
+	my ($cmd, $pids, $cpu, $timeout) = @_;
+	$timeout //= 120;
+	my $ns = int($cpu * 1e9);
+	my $kill = $timeout + 30;
+	return <<"SH";
+timeout -s INT -k 10 $kill $cmd > "\$CASE/sample.out" 2>&1 &
+sp=\$!
+i=0
+until grep -q '; press Ctrl-C to stop\$' "\$CASE/sample.out"; do
+	kill -0 \$sp 2>/dev/null || break
+	i=\$((i + 1)); [ \$i -ge 600 ] && break
+	sleep 0.1
+done
+cpu_ns() { cat /dev/null \$(for p in $pids; do echo /proc/\$p/schedstat; done) 2>/dev/null | awk '{ t += \$1 } END { printf "%.0f\\n", t }'; }
+c0=\$(cpu_ns)
+w0=\$(date +%s)
+used=0
+while kill -0 \$sp 2>/dev/null; do
+	used=\$((\$(cpu_ns) - c0))
+	[ \$used -ge $ns ] && break
+	[ \$((\$(date +%s) - w0)) -ge $timeout ] && break
+	sleep 0.1
+done
+kill -INT \$sp 2>/dev/null
+wait \$sp
+rc=\$?
+cat "\$CASE/sample.out"
+echo "# sampled: \$used ns of CPU time in \$((\$(date +%s) - w0)) s"
+(exit \$rc)
 SH
 }
 
