@@ -87,13 +87,14 @@ for my $i (1 .. $#blocks - 1) {
 	my $n = $b->{foo} + $b->{bar};
 	share_ok("block $i: foo of foo + bar", $n ? 100 * $b->{foo} / $n : undef, 200 / 3, $n);
 }
-# and all of them together, within 5 points (1,423 samples: 4 s give
-# about 4,000)
+# and all of them together, at 4 sigma of their count (the blocks span
+# 4 s of wall time, whose samples a loaded host makes fewer: 1,400 to
+# 2,400 in 3 s were measured; t/40 holds the share to a claim)
 {
 	my ($foo, $bar) = (0, 0);
 	$foo += $_->{foo}, $bar += $_->{bar} for @blocks;
 	my $n = $foo + $bar;
-	share_ok('all blocks: foo of foo + bar', $n ? 100 * $foo / $n : undef, 200 / 3, $n, claim => 5);
+	share_ok('all blocks: foo of foo + bar', $n ? 100 * $foo / $n : undef, 200 / 3, $n);
 }
 
 my $stats = LjStacks::parse(join "\n", grep { /^WARNING: / } @lines)->{stats};
