@@ -43,6 +43,7 @@ my $CPU_OTHER = 2;
 sub sample {
 	my ($name, $cmd, $cpu, @args) = @_;
 	my $pid = Bpf::spawn(@$cmd);
+	ok Bpf::ready($pid), "$name: the target runs";
 	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_cpu(['-x', $pid], [$pid], $cpu, @args);
 	kill 'TERM', $pid;
 	waitpid($pid, 0);

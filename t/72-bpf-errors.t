@@ -76,6 +76,7 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 # a target that exits mid-session: the session ends, statistics printed
 {
 	my $pid = Bpf::spawn($lj, "$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 200000);
+	ok Bpf::ready($pid), 'target exits: the target runs';
 	my $h = Bpf::start(['-x', $pid], 'time=600');
 	ok $h->{started}, 'target exits: the session started';
 	# a second of the target's CPU time sampled, then it is killed
@@ -104,6 +105,7 @@ local f = assert(loadstring("local function spin(n) local s = 0 for i = 1, n do 
 f()()
 LUA
 	my $pid = Bpf::spawn($lj, $src);
+	ok Bpf::ready($pid), 'escaping: the target runs';
 	my ($st, $out, $err, $p) = Bpf::stacks_cpu(['-x', $pid], [$pid], 0.5);
 	kill 'TERM', $pid;
 	waitpid($pid, 0);

@@ -33,6 +33,7 @@ my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 2000000);
 
 # the eBPF backend on the host
 my $pid = Bpf::spawn($lj, @work);
+ok Bpf::ready($pid), 'eBPF backend: the target runs';
 my ($st, $out, $err, $bpf, $used, $wall) = Bpf::stacks_cpu(['-x', $pid], [$pid], $cpu);
 kill 'TERM', $pid;
 waitpid($pid, 0);

@@ -40,6 +40,13 @@ C<started> is true when the line came.  C<finish> sends SIGNAL (e.g.
 C<'INT'>) unless the session has ended, waits for it and returns what
 C<stacks> returns.
 
+=item C<ready(PID)>
+
+Waits (at most 60 s) until the process PID has used 0.1 s of CPU time:
+past its dynamic loader (whose /etc/ld.so.cache mapping a session that
+starts too early warns about) and into its Lua code.  Returns whether it
+did.
+
 =item C<cpu(PIDS...)>
 
 The CPU time (seconds) the processes PIDS have used (/proc/PID/schedstat;
@@ -143,6 +150,16 @@ sub finish {
 	my ($out, $err) = map { slurp("$h->{base}.$_") // '' } qw(out err);
 	unlink "$h->{base}.out", "$h->{base}.err";
 	return ($h->{status}, $out, $err, LjStacks::parse("$out\n$err"));
+}
+
+sub ready {
+	my ($pid) = @_;
+	my $t0 = time;
+	while (time - $t0 < 60) {
+		return 1 if cpu($pid) >= 0.1;
+		sleep 0.02;
+	}
+	return 0;
 }
 
 sub stacks_cpu {

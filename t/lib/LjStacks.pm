@@ -115,6 +115,7 @@ sub parse {
 		}
 	}
 	push @{ $p{bad} }, '(trailing frames)' if @frames;
+	$p{trailing} = [@frames];
 	return \%p;
 }
 
