@@ -18,12 +18,11 @@ use LjStacks;
 use Test::More;
 
 my $vm = VM->new;
-# Every case samples until the worker(s) used an amount of CPU time
+# Every case samples until its output holds the samples it needs
 # (VM::sample_sh).  foo's share of the foo + bar samples: within 3 points
-# with the JIT on and off (3,951 samples, 4.9 s of CPU time each), within
-# 5 with FFI calls, lines=1 and --master (1,423 samples, 1.8 s: those
-# cases are about frames and workers, and the VM's time is what the whole
-# test suite waits for).
+# with the JIT on and off (3,951 samples each), within 5 with FFI calls,
+# lines=1 and --master (1,423 samples: those cases are about frames and
+# workers, and the VM's time is what the whole test suite waits for).
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5, master => 5);
 my $nginx = 'build/nginx/sbin/nginx';
 my $conf = "$ROOT/t/apps/nginx.conf";
@@ -55,9 +54,9 @@ sub ngx_case {
 	# workers and 8 connections, all go to one in 1 of 128 runs
 	my $conns = $o{workers} > 1 ? 32 : 8;
 	# lj-lua-bt ends by itself (one backtrace); lj-lua-stacks samples
-	# until the workers used CLAIM's CPU time
-	my $sample = defined $o{cpu}
-		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{cpu})
+	# until its output holds the samples its claim needs
+	my $sample = defined $o{samples}
+		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples})
 		: "timeout -s INT -k 10 40 staprun $run";
 	return <<"SH";
 mkdir -p logs
@@ -83,7 +82,7 @@ for my $name (sort keys %cases) {
 	my ($k, %o) = @{ $cases{$name} };
 	next unless $ko{$k};
 	(my $file = $ko{$k}) =~ s{.*/}{};
-	$vm->case($name => ngx_case(workers => 1, %o, module => $file, cpu => LjStacks::seed_cpu($CLAIM{$name})),
+	$vm->case($name => ngx_case(workers => 1, %o, module => $file, samples => LjStacks::seed_samples($CLAIM{$name})),
 		files => [$ko{$k}], timeout => 180);
 }
 $vm->case(bt => ngx_case(workers => 1, url => '/', module => 'ljbt_ngx.ko', nojit => 1),

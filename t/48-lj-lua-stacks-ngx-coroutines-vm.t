@@ -17,8 +17,8 @@ use NgxCo;
 use Test::More;
 
 my $vm = VM->new;
-# co_burn's share of co_burn + th_burn within 4 points: 2,223 samples,
-# 3.7 s of the worker's CPU time (VM::sample_sh).  4, not t/73's 3: the
+# co_burn's share of co_burn + th_burn within 4 points: 2,223 of them,
+# about 3,000 samples (VM::sample_sh).  4, not t/73's 3: the
 # VM's time is what the whole test suite waits for.
 my $CLAIM = 4;
 my $ko = $vm->build('ljs_ngx_co', 'samples/lj-lua-stacks.sxx', exec => 'build/nginx/sbin/nginx');
@@ -26,7 +26,7 @@ ok $ko, 'lj-lua-stacks builds for nginx' or diag $vm->build_log;
 
 sub co_case {
 	my (%o) = @_;
-	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_co.ko', '$worker', NgxCo::cpu($CLAIM));
+	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_co.ko', '$worker', NgxCo::samples($CLAIM));
 	return VM::nginx_up(conf => 't/apps/nginx-co.conf',
 		env => "export HEAVY_N=$o{heavy}") . <<"SH" . VM::nginx_down();
 echo "# master: \$master worker: \$worker"

@@ -32,7 +32,9 @@ th_burn and late_burn among the three (percent; 25, 50, 25 expected).
 
 Seconds of the worker's CPU time a case samples for check's claim: the
 floor of the co_burn share, of which co_burn + th_burn are 3/4 of the
-samples (LjStacks::cpu_for's margin on top).
+samples (LjStacks::cpu_for's margin on top).  C<samples(CLAIM)>: the
+samples a VM case asks VM::sample_sh for (the floor over 3/4, and a
+tenth more).
 
 =item C<late_bias(COST_US, HZ)>
 
@@ -52,6 +54,7 @@ Bpf::nginx with t/apps/nginx-co.conf, o{heavy} (HEAVY_N, default
 use strict;
 use warnings;
 use Test::More ();
+use POSIX ();
 use Stats ();
 use TestUtil;
 use LjStacks;
@@ -135,6 +138,11 @@ sub late_bias {
 sub cpu {
 	my ($claim) = @_;
 	return LjStacks::cpu_for(1 / 3, $claim) / 0.75;
+}
+
+sub samples {
+	my ($claim) = @_;
+	return POSIX::ceil(1.1 * Stats::floor(1 / 3, $claim) / 0.75);
 }
 
 sub nginx {
