@@ -35,16 +35,19 @@ my $NJIT = 20000000;
 # (2,223 samples).  The frame shapes and options need a few hundred.
 my $CLAIM = 2;
 my $CLAIM_LINES = 4;
-my $CPU_OTHER = 2;
+my $SAMPLES_OTHER = 2000;
 
 # Runs the target CMD (for an hour: it is killed when the session ends),
-# samples it for CPU seconds of its CPU time with ARGS; returns the parsed
-# output and the CPU seconds sampled.
+# samples it with ARGS until the output holds SAMPLES samples (or, with
+# cpu => SECS first, for SECS of its CPU time); returns the parsed output
+# and the CPU seconds sampled.
 sub sample {
-	my ($name, $cmd, $cpu, @args) = @_;
+	my ($name, $cmd, @args) = @_;
 	my $pid = Bpf::spawn(@$cmd);
 	ok Bpf::ready($pid), "$name: the target runs";
-	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_cpu(['-x', $pid], [$pid], $cpu, @args);
+	my ($st, $out, $err, $p, $used, $wall) = $args[0] eq 'cpu'
+		? Bpf::stacks_cpu(['-x', $pid], [$pid], @args[1 .. $#args])
+		: Bpf::stacks_samples(['-x', $pid], [$pid], @args);
 	kill 'TERM', $pid;
 	waitpid($pid, 0);
 	is $st, 0, "$name: status 0" or diag $err;
@@ -57,11 +60,11 @@ for my $b (qw(gc64 nogc64)) {
 	for my $c (['jit', 'jit', 'plain', $NJIT], ['nojit', 'nojit', 'plain', $N], ['ffi-native', 'jit', 'ffi', $N]) {
 		my ($mode, @work) = @$c;
 		(my $name = "$b $mode") =~ s/-native//;
-		my ($p) = sample($name, [$lj, $run, 3600, @work], LjStacks::seed_cpu($CLAIM));
+		my ($p) = sample($name, [$lj, $run, 3600, @work], LjStacks::seed_samples($CLAIM));
 		my ($f, $n) = LjStacks::check_seed($name, $p, app => $app, root => ['run.lua', 'C:pmain'], mode => $mode,
 			lines => 0, claim => $CLAIM);
 	}
-	my ($p) = sample("$b lines", [$lj, $run, 3600, 'jit', 'plain', $NJIT], LjStacks::seed_cpu($CLAIM_LINES), 'lines=1');
+	my ($p) = sample("$b lines", [$lj, $run, 3600, 'jit', 'plain', $NJIT], LjStacks::seed_samples($CLAIM_LINES), 'lines=1');
 	LjStacks::check_seed("$b lines=1", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 1,
 		claim => $CLAIM_LINES);
 }
@@ -71,13 +74,13 @@ for my $b (qw(gc64 nogc64)) {
 # hz=99
 {
 	my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-	my ($p) = sample('nojit=1', [$lj, $run, 3600, 'jit', 'plain', $NJIT], $CPU_OTHER, 'nojit=1');
+	my ($p) = sample('nojit=1', [$lj, $run, 3600, 'jit', 'plain', $NJIT], $SAMPLES_OTHER, 'nojit=1');
 	LjStacks::check_dropping('nojit=1', $p, 'JIT', 'trace frames', sub { grep { /^trace#/ } @_ });
-	($p) = sample('limit=2', [$lj, $run, 3600, 'jit', 'plain', $NJIT], $CPU_OTHER, 'lines=1', 'fullpath=1', 'limit=2');
+	($p) = sample('limit=2', [$lj, $run, 3600, 'jit', 'plain', $NJIT], $SAMPLES_OTHER, 'lines=1', 'fullpath=1', 'limit=2');
 	LjStacks::check_limit('options', $p);
-	($p) = sample('nointerp=1', [$lj, $run, 3600, 'nojit', 'plain', $N], $CPU_OTHER, 'nointerp=1');
+	($p) = sample('nointerp=1', [$lj, $run, 3600, 'nojit', 'plain', $N], $SAMPLES_OTHER, 'nointerp=1');
 	LjStacks::check_dropping('nointerp=1', $p, 'interpreter', 'interpreter leaves', sub { $_[0] =~ /^C:lj_BC_/ });
-	($p, my $used) = sample('hz=99', [$lj, $run, 3600, 'jit', 'plain', $NJIT], 3, 'hz=99');
+	($p, my $used) = sample('hz=99', [$lj, $run, 3600, 'jit', 'plain', $NJIT], cpu => 3, 'hz=99');
 	my $n = ($p->{stats} // {})->{samples} // 0;
 	# 99 a second of the target's CPU time, never the default 1000: the
 	# ticks that found it running, within 4 times the deviation of a
@@ -89,7 +92,7 @@ for my $b (qw(gc64 nogc64)) {
 
 # frame shapes, JIT on and off
 for my $mode (qw(jit nojit)) {
-	my ($p) = sample("edge $mode", ["$ROOT/build/luajit-gc64/bin/luajit", $edge, 3600, $mode], $CPU_OTHER, "depth=$DEPTH");
+	my ($p) = sample("edge $mode", ["$ROOT/build/luajit-gc64/bin/luajit", $edge, 3600, $mode], $SAMPLES_OTHER, "depth=$DEPTH");
 	my ($cut, $bad, @bad) = (0, 0);
 	for my $s (@{ $p->{stacks} }) {
 		my $n = grep { /^edge\.lua/ } @{ $s->{frames} };

@@ -25,11 +25,11 @@ my $CLAIM_MASTER = 4;
 
 # Samples the seed app in nginx (N: Bpf::nginx) under wrk on URL with
 # CONNS connections, TARGET (-x WORKER or --master MASTER) until the
-# workers used CPU seconds; returns the parsed output.
+# output holds SAMPLES samples; returns the parsed output.
 sub sample {
-	my ($name, $n, $url, $conns, $target, $cpu) = @_;
+	my ($name, $n, $url, $conns, $target, $samples) = @_;
 	my $wrk = Bpf::load($n->{port}, $url, $conns);
-	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_cpu($target, $n->{workers}, $cpu);
+	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_samples($target, $n->{workers}, $samples);
 	Bpf::load_stop($wrk);
 	Bpf::nginx_stop($n);
 	is $st, 0, "$name: status 0" or diag $err;
@@ -43,7 +43,7 @@ for my $c (['jit', '/', 0], ['nojit', '/', 1], ['ffi', '/ffi', 0]) {
 	# (t/70: a trace runs 2000000 iterations in 1.6 ms, and aliases)
 	my $n = Bpf::nginx(workers => 1, nojit => $nojit, heavy => $mode eq 'jit' ? 20000000 : 2000000);
 	ok @{ $n->{workers} } == 1, "$mode: nginx runs one worker";
-	my $p = sample("nginx $mode", $n, $url, 4, ['-x', $n->{workers}[0]], LjStacks::seed_cpu($CLAIM));
+	my $p = sample("nginx $mode", $n, $url, 4, ['-x', $n->{workers}[0]], LjStacks::seed_samples($CLAIM));
 	my $line = $mode eq 'ffi' ? $ffi_line : $chunk_line;
 	LjStacks::check_seed("nginx $mode", $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
 		mode => $mode eq 'ffi' ? 'ffi-native' : $mode, lines => 0, claim => $CLAIM);
@@ -55,7 +55,7 @@ for my $c (['jit', '/', 0], ['nojit', '/', 1], ['ffi', '/ffi', 0]) {
 	ok @{ $n->{workers} } == 2, 'master: nginx runs two workers';
 	# 32 connections: the kernel spreads them over the workers' reuseport
 	# sockets by hash, and with 4 all went to one worker in 1 of 8 runs
-	my $p = sample('nginx master', $n, '/', 32, ['--master', $n->{master}], LjStacks::seed_cpu($CLAIM_MASTER));
+	my $p = sample('nginx master', $n, '/', 32, ['--master', $n->{master}], LjStacks::seed_samples($CLAIM_MASTER));
 	LjStacks::check_seed('nginx master', $p, app => $app, root => ["content_by_lua(nginx.conf:$chunk_line)"],
 		mode => 'jit', lines => 0, claim => $CLAIM_MASTER);
 	my @w = grep { ($p->{pids}{$_} // 0) > 100 } @{ $n->{workers} };

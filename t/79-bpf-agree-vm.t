@@ -21,11 +21,10 @@ use Test::More;
 # The hot stacks' shares agree within 2 points (the README's claim): the
 # difference of two estimates of a share p on n samples each has 4 sigma
 # of 400 * sqrt(2 p (1 - p) / n) points, so foo's stack (p = 2/3) needs
-# 17,778 samples per backend: 22 s of the target's CPU time on the host,
-# and the samples themselves in the VM (VM::sample_sh).
+# 17,778 samples per backend (Bpf::stacks_samples on the host,
+# VM::sample_sh in the VM).
 my $CLAIM = 2;
 my $need = 2 * Stats::floor(2 / 3, $CLAIM);
-my $cpu = LjStacks::cpu_for(2 / 3, $CLAIM) * 2;
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 # 2000000 iterations per heavy() call: natively a call spans many 1 ms
 # sampling periods (200000 would alias with them), in the VM few enough
@@ -35,7 +34,7 @@ my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 2000000);
 # the eBPF backend on the host
 my $pid = Bpf::spawn($lj, @work);
 ok Bpf::ready($pid), 'eBPF backend: the target runs';
-my ($st, $out, $err, $bpf, $used, $wall) = Bpf::stacks_cpu(['-x', $pid], [$pid], $cpu);
+my ($st, $out, $err, $bpf, $used, $wall) = Bpf::stacks_samples(['-x', $pid], [$pid], POSIX::ceil(1.05 * $need));
 kill 'TERM', $pid;
 waitpid($pid, 0);
 is $st, 0, 'eBPF backend: status 0' or diag $err;

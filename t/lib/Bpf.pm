@@ -32,6 +32,16 @@ not from the wall clock of a host that other tests keep busy.  Gives up
 times CPU of wall time.  Returns (status, stdout, stderr, parsed, the CPU
 seconds used, the wall seconds).
 
+=item C<stacks_samples(TARGET, PIDS, SAMPLES, ARGS...)>
+
+As C<stacks_cpu>, until the sessions printed SAMPLES samples (the sum of
+their stacks' counts): the first one samples for the CPU time they take
+at 1,000 a second and a fifth more; when it falls short (a host that
+loses timer ticks), another one samples the rest at the rate seen, up to
+4.  Their outputs are parsed together (LjStacks::parse, separated by
+C<# session N> lines); returns what C<stacks_cpu> returns, the status
+the last session's and the outputs concatenated.
+
 =item C<start(TARGET, ARGS...)>, C<finish(H [, SIGNAL])>
 
 The two halves of C<stacks>: C<start> runs the session in the background
@@ -175,6 +185,22 @@ sub stacks_cpu {
 		}
 	}
 	return (finish($h, 'INT'), $used, time - $w0);
+}
+
+sub stacks_samples {
+	my ($target, $pids, $samples, @args) = @_;
+	my ($got, $used, $wall, $st, $out, $err, @all) = (0, 0, 0, 0, '', '');
+	for my $k (1 .. 4) {
+		# the CPU time the samples missing take: 1,000 a second at first,
+		# then the rate seen; a fifth more
+		my $cpu = 1.2 * ($samples - $got) * ($got ? $used / $got : 1 / 1000);
+		my ($s, $o, $e, $p, $u, $w) = stacks_cpu($target, $pids, $cpu, @args);
+		($st, $out, $err) = ($s, $out . $o, $err . $e);
+		push @all, ($k > 1 ? "# session $k\n" : '') . "$o\n$e";
+		($got, $used, $wall) = ($got + $p->{total}, $used + $u, $wall + $w);
+		last if $s != 0 || $got >= $samples || !$p->{total};
+	}
+	return ($st, $out, $err, LjStacks::parse(join("\n", @all)), $used, $wall);
 }
 
 sub nginx {

@@ -55,15 +55,11 @@ split the workload makes: foo calls heavy() twice, bar once; the samples
 must reach Stats::floor for it).  Returns foo's share (percent) and the
 foo + bar samples.
 
-=item C<seed_cpu(CLAIM [, HZ])>
+=item C<seed_samples(CLAIM)>
 
-Seconds of the target's CPU time a case samples (at HZ samples a second,
-default 1000) for check_seed's foo share to reach its floor for CLAIM
-points, with the margin C<$MARGIN> for the samples outside foo and bar and
-for timer ticks lost on a loaded host.  C<cpu_for(P, CLAIM [, HZ])> is the
-same for a share P (0..1).  C<seed_samples(CLAIM)>: the samples a VM case
-asks VM::sample_sh for (the floor and a tenth for the samples outside foo
-and bar).
+The samples a case asks for (VM::sample_sh, Bpf::stacks_samples) so that
+check_seed's foo share reaches its floor for CLAIM points: the floor and
+a tenth more for the samples outside foo and bar.
 
 =item C<check_dropping(NAME, P, WHAT, FRAMES, IS_FRAME)>
 
@@ -206,21 +202,6 @@ use Stats ();
 
 # The seed app's split (test.lua): foo calls heavy() twice, bar once.
 our $FOO = 2 / 3;
-
-# Samples a case takes beyond a floor: the samples outside foo and bar
-# (main, run.lua's loop, nginx's request), and timer ticks a loaded host
-# loses (a case stops on the target's CPU time, not on its samples).
-our $MARGIN = 1.25;
-
-sub cpu_for {
-	my ($p, $claim, $hz) = @_;
-	return Stats::floor($p, $claim) / ($hz // 1000) * $MARGIN;
-}
-
-sub seed_cpu {
-	my ($claim, $hz) = @_;
-	return cpu_for($FOO, $claim, $hz);
-}
 
 sub seed_samples {
 	my ($claim) = @_;

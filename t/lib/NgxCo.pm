@@ -28,13 +28,11 @@ late_burn 1/4 of the three within 4 sigma plus the bias late_bias() bounds
 (o{hz}: the sampling rate, default 1000).  Returns the shares of co_burn,
 th_burn and late_burn among the three (percent; 25, 50, 25 expected).
 
-=item C<cpu(CLAIM)>
+=item C<samples(CLAIM)>
 
-Seconds of the worker's CPU time a case samples for check's claim: the
-floor of the co_burn share, of which co_burn + th_burn are 3/4 of the
-samples (LjStacks::cpu_for's margin on top).  C<samples(CLAIM)>: the
-samples a VM case asks VM::sample_sh for (the floor over 3/4, and a
-tenth more).
+The samples a case asks for (VM::sample_sh, Bpf::stacks_samples) so that
+check's co_burn share reaches its floor for CLAIM points: co_burn +
+th_burn are 3/4 of the samples, and a tenth more.
 
 =item C<late_bias(COST_US, HZ)>
 
@@ -133,11 +131,6 @@ sub late_bias {
 	my ($cost_us, $hz) = @_;
 	my $cd = $cost_us / 0.75;
 	return 25 * $cd / (1e6 / $hz);
-}
-
-sub cpu {
-	my ($claim) = @_;
-	return LjStacks::cpu_for(1 / 3, $claim) / 0.75;
 }
 
 sub samples {
