@@ -45,7 +45,7 @@ my $vm = VM->new;
 my $ko = $vm->build('ljs_agree', 'samples/lj-lua-stacks.sxx', exec => $lj);
 ok $ko, 'the SystemTap module builds' or diag $vm->build_log;
 $vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @work), module => 'ljs_agree.ko',
-	ready => 'sleep 1', samples => POSIX::ceil(1.05 * $need)), files => [$ko], timeout => 240) if $ko;
+	ready => 'sleep 1', samples => POSIX::ceil(1.05 * $need)), files => [$ko], timeout => 180) if $ko;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran' or diag $r->{stderr};
 my $stap = LjStacks::parse(($r->{cases}{agree} // {})->{output} // '');

@@ -128,7 +128,7 @@ C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30),
 C<samples> (a module built without C<time> samples until its output
 holds that many samples, with C<sample_sh>; C<timeout> then defaults to
-150).
+120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
 
 =item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT])>
@@ -144,7 +144,7 @@ before the first session, with a fifth more).  Under TCG a loaded host
 gives the guest's timer fewer ticks per second of the target's CPU time
 (380 to 850 of 1,000 measured), so when a session falls short another
 one samples the rest, up to 4, each after a C<# session N> line (which
-LjStacks::parse reads), until TIMEOUT (default 150) seconds of wall
+LjStacks::parse reads), until TIMEOUT (default 120) seconds of wall
 time.  Prints the sessions' output (stdout and stderr), then
 C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions>
 (the target's CPU time and the wall time from the start lines to the
@@ -324,7 +324,7 @@ SH
 
 sub sample_sh {
 	my ($cmd, $pids, $samples, $timeout) = @_;
-	$timeout //= 150;
+	$timeout //= 120;
 	my $kill = $timeout + 30;
 	return <<"SH";
 cpu_ns() { cat /dev/null \$(for p in $pids; do echo /proc/\$p/schedstat; done) 2>/dev/null | awk '{ t += \$1 } END { printf "%.0f\\n", t }'; }
