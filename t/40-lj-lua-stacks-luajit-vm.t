@@ -154,7 +154,8 @@ if (my $p = parsed('opt_nointerp', 'nointerp=1')) {
 
 # hz: timer.profile (1000 samples/s on this kernel) by default, 250 with
 # hz=250.  A timer fires at most HZ times a second of wall time, so
-# neither count can exceed HZ times the seconds sampled by more than 4
+# neither count can exceed HZ times the seconds of the sessions (from
+# staprun's start to its end, more than they sampled) by more than 4
 # times the deviation of a Poisson count (more than a tick count's) and
 # 10 ticks for the ends; but under TCG a loaded host gives the guest's
 # timers fewer ticks than that (380 to 850 a second at 1,000 measured),

@@ -24,8 +24,9 @@ samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
 truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
 share of a CPU; undef when the lines are missing), C<pids> (samples per
 process id), C<bad> (lines that fit neither), C<cpu> and C<wall> (the
-target's CPU seconds sampled and the wall seconds of sampling, from
-VM::sample_sh's note; undef without it).
+target's CPU seconds sampled, and the wall seconds of the sessions, from
+their start to their end: more than they sampled; from VM::sample_sh's
+note, undef without it).
 
 =item C<bad(P, NAME [, TEXT])>
 

@@ -147,8 +147,9 @@ one samples the rest, up to 4, each after a C<# session N> line (which
 LjStacks::parse reads), until TIMEOUT (default 120) seconds of wall
 time.  Prints the sessions' output (stdout and stderr), then
 C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions>
-(the target's CPU time and the wall time from the start lines to the
-SIGINTs, summed over the sessions; M: the whole, start-ups included); the last session's
+(the target's CPU time from the start lines to the SIGINTs, and the
+wall time from each session's start to its end, more than it sampled;
+summed over the sessions; M: the whole); the last session's
 status (or the first failed one's) is in C<$rc> (and C<$?>).
 
 =item C<VM::nginx_up(%opts)>, C<VM::nginx_down()>
@@ -340,6 +341,7 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 		ns=\$(awk -v m=\$(($samples - got)) 'BEGIN { printf "%.0f\\n", 1.2 * m / 600 * 1e9 }')
 	fi
 	[ \$k -gt 1 ] && echo "# session \$k" >> "\$CASE/sample.out"
+	t0=\$(date +%s%N)
 	timeout -s INT -k 10 $kill $cmd > "\$CASE/s\$k.out" 2>&1 &
 	sp=\$!
 	i=0
@@ -349,7 +351,6 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 		sleep 0.1
 	done
 	c0=\$(cpu_ns)
-	t0=\$(date +%s%N)
 	u=0
 	while kill -0 \$sp 2>/dev/null; do
 		u=\$((\$(cpu_ns) - c0))
@@ -358,9 +359,9 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 		sleep 0.1
 	done
 	kill -INT \$sp 2>/dev/null
-	wall=\$((wall + \$(date +%s%N) - t0))
 	wait \$sp
 	rc=\$?
+	wall=\$((wall + \$(date +%s%N) - t0))
 	cat "\$CASE/s\$k.out" >> "\$CASE/sample.out"
 	used=\$((used + u))
 	got=\$((got + \$(counted "\$CASE/s\$k.out")))
