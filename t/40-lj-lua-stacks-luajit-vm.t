@@ -78,7 +78,8 @@ my $edge = "$ROOT/t/apps/edge.lua";
 # the target runs until it is killed when staprun ends, however late the
 # module starts on a loaded host
 my $secs = 3600;
-# CASE => [module key, target, samples]
+# CASE => [module key, target, samples, 'taken': samples taken, not
+# printed (nojit, nointerp drop them)]
 my %case;
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
@@ -91,16 +92,17 @@ for my $b (qw(gc64 nogc64)) {
 	}
 }
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-$case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER];
+$case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
 $case{opt_limit} = ['opt_limit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER];
-$case{opt_nointerp} = ['opt_nointerp', "$lj $run $secs nojit plain 200000", $SAMPLES_OTHER];
+$case{opt_nointerp} = ['opt_nointerp', "$lj $run $secs nojit plain 200000", $SAMPLES_OTHER, 'taken'];
 $case{opt_hz} = ['opt_hz', "$lj $run $secs jit plain 200000", 750];
 for my $name (sort keys %case) {
-	my ($k, $target, $n) = @{ $case{$name} };
+	my ($k, $target, $n, $taken) = @{ $case{$name} };
 	# a module that failed to build: its case is missing, which the
 	# assertions below fail on
 	next unless $ko{$k};
-	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => 'sleep 1', samples => $n),
+	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => 'sleep 1', samples => $n,
+		taken => $taken),
 		files => [$ko{$k}], timeout => 180);
 }
 for my $mode (qw(jit nojit)) {

@@ -127,15 +127,17 @@ Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
 C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30),
 C<samples> (a module built without C<time> samples until its output
-holds that many samples, with C<sample_sh>; C<timeout> then defaults to
+holds that many samples, with C<sample_sh>; C<taken> counts the samples
+taken instead, as C<sample_sh> does with it; C<timeout> then defaults to
 120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
 
-=item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT])>
+=item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1]])>
 
 Shell text that runs CMD (a staprun of lj-lua-stacks built without
 C<time>: it samples until SIGINT) until its output holds SAMPLES samples
-(the sum of its stacks' counts).  A session runs in the background; once
+(the sum of its stacks' counts; with C<taken>, of the samples its
+statistics say were taken, for options that drop samples).  A session runs in the background; once
 its start line ("...; press Ctrl-C to stop", at most 60 s) has come, it
 is stopped with SIGINT when the processes PIDS (shell words, evaluated
 each time, e.g. C<$pid> or C<$(pgrep -P $master)>) have used the CPU time
@@ -308,7 +310,8 @@ sub staprun_sh {
 	my $mod   = sh_quote($o{module});
 	my $run;
 	if (defined $o{samples}) {
-		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout});
+		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout},
+			taken => $o{taken});
 	} else {
 		my $t = $o{timeout} // 30;
 		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
@@ -324,19 +327,23 @@ SH
 }
 
 sub sample_sh {
-	my ($cmd, $pids, $samples, $timeout) = @_;
+	my ($cmd, $pids, $samples, $timeout, %o) = @_;
 	$timeout //= 120;
+	# the samples printed (their stacks' counts), or taken (the statistics)
+	my $count = $o{taken}
+		? q{sed -n 's/^WARNING: lj-lua-stacks: \([0-9]*\) samples taken,.*/\1/p' "$1" | awk '{ n += $1 } END { printf "%d\n", n }'}
+		: q{awk '/^\t[0-9]+$/ { n += substr($0, 2) } END { printf "%d\n", n }' "$1"};
 	my $kill = $timeout + 30;
 	return <<"SH";
 cpu_ns() { cat /dev/null \$(for p in $pids; do echo /proc/\$p/schedstat; done) 2>/dev/null | awk '{ t += \$1 } END { printf "%.0f\\n", t }'; }
-counted() { awk '/^\t[0-9]+\$/ { n += substr(\$0, 2) } END { printf "%d\\n", n }' "\$1"; }
+counted() { $count; }
 : > "\$CASE/sample.out"
 got=0 used=0 wall=0 k=0 rc=0 w0=\$(date +%s)
 while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date +%s) - w0)) -lt $timeout ]; do
 	k=\$((k + 1))
-	# CPU ns for the samples missing: 600 a second at first, then the rate seen; a fifth more
+	# CPU ns for the samples missing: 600 a second at first, then the rate seen (60 at least); a fifth more
 	if [ \$got -gt 0 ]; then
-		ns=\$(awk -v m=\$(($samples - got)) -v u=\$used -v g=\$got 'BEGIN { printf "%.0f\\n", 1.2 * m * u / g }')
+		ns=\$(awk -v m=\$(($samples - got)) -v u=\$used -v g=\$got 'BEGIN { r = u / g; if (r > 1e9 / 60) r = 1e9 / 60; printf "%.0f\\n", 1.2 * m * r }')
 	else
 		ns=\$(awk -v m=\$(($samples - got)) 'BEGIN { printf "%.0f\\n", 1.2 * m / 600 * 1e9 }')
 	fi
