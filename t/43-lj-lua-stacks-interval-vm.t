@@ -13,6 +13,7 @@ use TestUtil;
 use Test::More;
 use VM;
 use LjStacks;
+use Stats;
 
 my $vm = VM->new;
 my $T = 4;	# seconds of sampling
@@ -78,12 +79,22 @@ my $now = time;
 ok(abs($blocks[0]{start} / 1e9 - $now) < 3600, 'start is wall clock time (Unix ns)')
 	or diag("start $blocks[0]{start}, now $now");
 
-# the middle blocks each carry the seed app's 2:1 split
+# the middle (full) blocks each carry the seed app's 2 : 1 split, within
+# 4 sigma of their own counts (a second of samples: about 6 points at
+# 1,000); one without foo and bar samples fails
 for my $i (1 .. $#blocks - 1) {
 	my $b = $blocks[$i];
-	next unless $b->{foo} + $b->{bar} > 200;
-	my $share = 100 * $b->{foo} / ($b->{foo} + $b->{bar});
-	ok(abs($share - 66.7) < 5, sprintf('block %d: foo %.1f%% of foo+bar (truth 66.7)', $i, $share));
+	my $n = $b->{foo} + $b->{bar};
+	share_ok("block $i: foo of foo + bar", $n ? 100 * $b->{foo} / $n : undef, 200 / 3, $n);
+}
+# and all of them together, at 4 sigma of their count (the blocks span
+# 4 s of wall time, whose samples a loaded host makes fewer: 1,400 to
+# 2,400 in 3 s were measured; t/40 holds the share to a claim)
+{
+	my ($foo, $bar) = (0, 0);
+	$foo += $_->{foo}, $bar += $_->{bar} for @blocks;
+	my $n = $foo + $bar;
+	share_ok('all blocks: foo of foo + bar', $n ? 100 * $foo / $n : undef, 200 / 3, $n);
 }
 
 my $stats = LjStacks::parse(join "\n", grep { /^WARNING: / } @lines)->{stats};

@@ -125,8 +125,34 @@ C<sleep 0.5>; C<$pid> is the target's pid), then
 C<staprun [OPTS] -x $pid MODULE> in the foreground, then kills the target.
 Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
 C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
-stopped with SIGINT, which makes the module's C<end> probes run; default 30).
+stopped with SIGINT, which makes the module's C<end> probes run; default 30),
+C<samples> (a module built without C<time> samples until its output
+holds that many samples, with C<sample_sh>; C<taken> counts the samples
+taken instead, as C<sample_sh> does with it; C<timeout> then defaults to
+120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
+
+=item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1]])>
+
+Shell text that runs CMD (a staprun of lj-lua-stacks built without
+C<time>: it samples until SIGINT) until its output holds SAMPLES samples
+(the sum of its stacks' counts; with C<taken>, of the samples its
+statistics say were taken, for options that drop samples).  A session runs in the background; once
+its start line ("...; press Ctrl-C to stop", at most 60 s) has come, it
+is stopped with SIGINT when the processes PIDS (shell words, evaluated
+each time, e.g. C<$pid> or C<$(pgrep -P $master)>) have used the CPU time
+the samples still missing take at the rate seen so far (600 a second
+before the first session, with a fifth more).  Under TCG a loaded host
+gives the guest's timer fewer ticks per second of the target's CPU time
+(380 to 850 of 1,000 measured), so when a session falls short another
+one samples the rest, up to 4, each after a C<# session N> line (which
+LjStacks::parse reads), until TIMEOUT (default 120) seconds of wall
+time.  Prints the sessions' output (stdout and stderr), then
+C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions>
+(the target's CPU time from the start lines to the SIGINTs, and the
+wall time from each session's start to its end, more than it sampled;
+summed over the sessions; M: the whole); the last session's
+status (or the first failed one's) is in C<$rc> (and C<$?>).
 
 =item C<VM::nginx_up(%opts)>, C<VM::nginx_down()>
 
@@ -281,17 +307,75 @@ sub staprun_sh {
 	die "staprun_sh: need target and module\n" unless defined $o{target} && defined $o{module};
 	my $ready = $o{ready} // 'sleep 0.5';
 	my $opts  = $o{staprun_opts} // '';
-	my $t     = $o{timeout} // 30;
 	my $mod   = sh_quote($o{module});
+	my $run;
+	if (defined $o{samples}) {
+		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout},
+			taken => $o{taken});
+	} else {
+		my $t = $o{timeout} // 30;
+		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
+	}
 	return <<"SH";
 $o{target} > "\$CASE/target.log" 2>&1 &
 pid=\$!
 $ready
-timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod
-rc=\$?
-kill \$pid 2>/dev/null
+${run}kill \$pid 2>/dev/null
 wait \$pid 2>/dev/null
 exit \$rc
+SH
+}
+
+sub sample_sh {
+	my ($cmd, $pids, $samples, $timeout, %o) = @_;
+	$timeout //= 120;
+	# the samples printed (their stacks' counts), or taken (the statistics)
+	my $count = $o{taken}
+		? q{sed -n 's/^WARNING: lj-lua-stacks: \([0-9]*\) samples taken,.*/\1/p' "$1" | awk '{ n += $1 } END { printf "%d\n", n }'}
+		: q{awk '/^\t[0-9]+$/ { n += substr($0, 2) } END { printf "%d\n", n }' "$1"};
+	my $kill = $timeout + 30;
+	return <<"SH";
+cpu_ns() { cat /dev/null \$(for p in $pids; do echo /proc/\$p/schedstat; done) 2>/dev/null | awk '{ t += \$1 } END { printf "%.0f\\n", t }'; }
+counted() { $count; }
+: > "\$CASE/sample.out"
+got=0 used=0 wall=0 k=0 rc=0 w0=\$(date +%s)
+while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date +%s) - w0)) -lt $timeout ]; do
+	k=\$((k + 1))
+	# CPU ns for the samples missing: 600 a second at first, then the rate seen (60 at least); a fifth more
+	if [ \$got -gt 0 ]; then
+		ns=\$(awk -v m=\$(($samples - got)) -v u=\$used -v g=\$got 'BEGIN { r = u / g; if (r > 1e9 / 60) r = 1e9 / 60; printf "%.0f\\n", 1.2 * m * r }')
+	else
+		ns=\$(awk -v m=\$(($samples - got)) 'BEGIN { printf "%.0f\\n", 1.2 * m / 600 * 1e9 }')
+	fi
+	[ \$k -gt 1 ] && echo "# session \$k" >> "\$CASE/sample.out"
+	t0=\$(date +%s%N)
+	timeout -s INT -k 10 $kill $cmd > "\$CASE/s\$k.out" 2>&1 &
+	sp=\$!
+	i=0
+	until grep -q '; press Ctrl-C to stop\$' "\$CASE/s\$k.out"; do
+		kill -0 \$sp 2>/dev/null || break
+		i=\$((i + 1)); [ \$i -ge 600 ] && break
+		sleep 0.1
+	done
+	c0=\$(cpu_ns)
+	u=0
+	while kill -0 \$sp 2>/dev/null; do
+		u=\$((\$(cpu_ns) - c0))
+		[ \$u -ge \$ns ] && break
+		[ \$((\$(date +%s) - w0)) -ge $timeout ] && break
+		sleep 0.1
+	done
+	kill -INT \$sp 2>/dev/null
+	wait \$sp
+	rc=\$?
+	wall=\$((wall + \$(date +%s%N) - t0))
+	cat "\$CASE/s\$k.out" >> "\$CASE/sample.out"
+	used=\$((used + u))
+	got=\$((got + \$(counted "\$CASE/s\$k.out")))
+done
+cat "\$CASE/sample.out"
+echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$((\$(date +%s) - w0)) s, \$k sessions"
+(exit \$rc)
 SH
 }
 
