@@ -13,6 +13,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use TestUtil;
 use VM;
+use LjWait;
 
 my $R = $ROOT;
 my $vm = VM->new;
@@ -58,8 +59,11 @@ my @margv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime_m', '--exec', $ngi
 my $kom = "$out/exectime_m.ko";
 ok $st == 0 && -f $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag "\$ @margv\n$log";
 
-# nginx with one worker; the module on the worker while curl makes REQS
-# (a list of "COUNT PATH"), then Ctrl-C
+# nginx with WORKERS workers; the module on them while curl makes REQS
+# (a list of "COUNT PATH"), then Ctrl-C.  The requests start once the
+# uprobes are in every worker, not at the start line: SystemTap prints
+# it from the begin probe, before it registers the uprobes, and a request
+# that came in between would not be timed.
 sub ngx_case {
 	my ($workers, $run, @reqs) = @_;
 	my $curl = join "\n", map { my ($n, $p) = split / /; "for i in \$(seq 1 $n); do curl -s -o /dev/null http://127.0.0.1:8080$p; done" } @reqs;
@@ -67,7 +71,7 @@ sub ngx_case {
 staprun $run > stap.out 2> stap.err &
 sp=\$!
 for i in \$(seq 1 300); do grep -q 'press Ctrl-C' stap.err && break; sleep 0.2; done
-$curl
+@{[ LjWait::uprobes_placed('$(pgrep -P $master)') ]}$curl
 sleep 1
 kill -INT \$sp
 wait \$sp
@@ -99,11 +103,21 @@ sub parse {
 	return \%p;
 }
 
+# The requests came once the uprobes were in every worker (the case's
+# own lines say so).
+sub placed_ok {
+	my ($name, $o, $n) = @_;
+	my @in = $o =~ /^# uprobes placed in (\d+)$/mg;
+	ok @in == $n && $o !~ /^# uprobes not placed/m, "$name: the requests came once the uprobes were in the $n worker(s)"
+		or diag $o;
+}
+
 my %p;
 CASE: {
 	my $c = $r->{cases}{spin} or do { fail('no spin case'); last CASE };
 	my $o = $c->{output};
 	is $c->{status}, 0, 'spin: staprun status 0' or diag $o;
+	placed_ok('spin', $o, 1);
 	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua content, rewrite and access handlers; press Ctrl-C to stop$/m,
 		'spin: says what it times on stderr';
 	my $p = $p{spin} = parse($o);
@@ -120,6 +134,7 @@ CASE: {
 	my $c = $r->{cases}{fast} or do { fail('no fast case'); last CASE };
 	my $o = $c->{output};
 	is $c->{status}, 0, 'fast: staprun status 0' or diag $o;
+	placed_ok('fast', $o, 1);
 	my $p = parse($o);
 	is "@$p{qw(calls done yielded declined errors)}", '35 30 5 0 0',
 		'fast: 30 /fast ran to the end, 5 /sleep yielded (ngx.sleep)' or diag $o;
@@ -135,6 +150,7 @@ CASE: {
 	my $c = $r->{cases}{master} or do { fail('no master case'); last CASE };
 	my $o = $c->{output};
 	is $c->{status}, 0, 'master: staprun status 0' or diag $o;
+	placed_ok('master', $o, 2);
 	my $p = parse($o);
 	is "@$p{qw(calls done yielded)}", '40 40 0', 'master: the 40 requests to either of 2 workers' or diag $o;
 	is $p->{hist}, 40, 'master: the histogram holds the 40 calls' or diag $o;
