@@ -6,8 +6,9 @@
 -- bytes), then SECONDS of collector steps and nothing else (a heap at
 -- rest): collectgarbage("step", 0) runs one step of the collector
 -- (lj_gc_step, where lj-gc-objs walks) and allocates nothing, so the
--- heap the walk sees is the one the count measured.  At the end "count
--- BYTES" again (the same, but for the first line's own string).
+-- heap the walk sees is the one the count measured.  Every 0.2 s of CPU
+-- time and at the end "count BYTES" again (the same, but for the strings
+-- of these lines).
 -- The biggest string (5001 bytes) starts with a ';', a tab, a newline and
 -- the byte 1: its preview is printed escaped (",\t\n\x01zzz...").
 local secs = tonumber(arg[1]) or 5
@@ -21,8 +22,14 @@ io.write(string.format("count %d\n", collectgarbage("count") * 1024))
 io.flush()
 jit.off()    -- no trace recording: nothing allocates
 local t0 = os.clock()
+local next_count = t0 + 0.2
 while os.clock() - t0 < secs do
     collectgarbage("step", 0)
+    if os.clock() >= next_count then
+        next_count = next_count + 0.2
+        io.write(string.format("count %d\n", collectgarbage("count") * 1024))
+        io.flush()
+    end
 end
 io.write(string.format("count %d\n", collectgarbage("count") * 1024))
 io.write(#strs + #tabs, "\n")
