@@ -96,7 +96,7 @@ sub parse {
 	my %s;
 	for my $l (grep { /^WARNING: \Q$tool\E: / } split /\n/, $text) {
 		push @{ $s{lines} }, $l;
-		if ($l =~ /traced for (\d+) us; (\d+) us \S.*? in (\d+) \w+ with a Lua stack/) {
+		if ($l =~ /traced for (\d+) us; (\d+) us (?:\S.*? )?in (\d+) \w+ with a Lua stack/) {
 			@s{qw(traced_us graph_us waits)} = ($1, $2, $3);
 		}
 		if ($l =~ /(\d+) us in (\d+) waits without a Lua stack/) {
