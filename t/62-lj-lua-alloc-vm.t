@@ -122,11 +122,11 @@ sub check_split {
 	my $one = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:one' } @_ });
 	my $two = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:two' } @_ });
 	my $sum = $one + $two;
-	# A stack whose only frame is '?' was inconsistent when sampled; these
-	# come from LuaJIT's start-up (under 'string' and 'table' before any Lua
-	# code runs: docs/lj-lua-alloc.md), 0-4.3% of the bytes in the runs so
-	# far.  Their code path is unknown, so they could be one()'s or
-	# two()'s: their share is allowed on top of the split's tolerance.
+	# A stack whose only frame is '?' was inconsistent when sampled: a few
+	# KB a run under 'string' and 'table', early in it (docs/lj-lua-alloc.md),
+	# 0-4.3% of the bytes in the runs so far.  Their code path is unknown,
+	# so they could be one()'s or two()'s: their share is allowed on top of
+	# the split's tolerance.
 	my $q = LjStacks::count_with($p, sub { $_[1] && $_[1] eq '?' && @_ == 2 });
 	my $qpct = $p->{total} ? 100 * $q / $p->{total} : 100;
 	ok $qpct <= 5, sprintf("%s: '?' stacks (inconsistent when sampled) %.1f%% of the bytes (at most 5)", $name, $qpct) or diag $o;
