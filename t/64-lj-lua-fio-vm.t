@@ -51,7 +51,9 @@ my %size = (small => [131072, 65536], big => [2097152, 1048576]);
 my $BYTES_CLAIM = 3;
 my $US_CLAIM = 8;
 my $floor_b = Stats::floor(2 / 3, $BYTES_CLAIM);
-my $floor_us = Stats::floor(2 / 3, $US_CLAIM);
+# (the latency split lies between 1:1 and 2:1: the floor at 1/2 is the
+# highest)
+my $floor_us = Stats::floor(1 / 2, $US_CLAIM);
 my %rounds = (
 	bytes => ceil(1.2 * $floor_b / 9),
 	us => ceil(1.2 * $floor_us / 19),
