@@ -5,8 +5,9 @@
 -- "acct NAME US CALLS BYTES" lines) and exits.  DIR: where fio's data1
 -- and data2 are (default "."); its size of data1 is write1()'s too.  GO
 -- ("-": none): a FIFO opened before the first round, which blocks until
--- the test opens it for writing once the sample has started (a wait that
--- began before the session is not seen: the signal leaves no trace).  U:
+-- the test opens it for writing once the sample has started (the test
+-- starts the sample once the app blocks there: a wait that began before
+-- the session is not seen, the signal leaves no trace).  U:
 -- the microseconds of each of offcpu's usleeps (default 2000).
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = dir .. "/?.lua;" .. package.path

@@ -28,8 +28,10 @@ Shell for a VM case whose workload starts once the sample has: a FIFO
 is made on the guest's tmpfs, its path in C<$go>; C<target> (a command
 line that opens C<$go> for reading before its first round, e.g.
 t/apps/wait-run.lua's GO) starts in the
-background and blocks there; C<staprun -x PID MODULE PARAMS> (C<module>,
-C<params>) starts, and once its stderr has the sample's start line
+background and blocks there (in openat, as C</proc/PID/syscall> says: a
+wait that began before the session is not seen); then C<staprun -x PID
+MODULE PARAMS> (C<module>, C<params>) starts, and once its stderr has the
+sample's start line
 (C<...; press Ctrl-C to stop>) the FIFO is opened for writing: the
 workload runs, and the session ends when it exits (the samples end
 themselves when their -x target does).  C<after> (shell, default none)
@@ -151,6 +153,10 @@ go=\$(mktemp -u /tmp/go.XXXXXX)
 mkfifo \$go
 $o{target} > target.log 2>&1 &
 pid=\$!
+for i in \$(seq 1 600); do
+	[ "\$(cut -d' ' -f1 /proc/\$pid/syscall 2>/dev/null)" = 257 ] && break
+	sleep 0.1
+done
 SH
 timeout 10 sh -c ": > \$go"
 $after
