@@ -84,7 +84,7 @@ if (my $ko = $ko{ngx}) {
 	# a round a request (a loop of rounds in one request was compiled
 	# with a(), b() and c() inlined: no frames of their own)
 	$vm->case(nginx => LjWait::ngx_go_case(run => '-x $worker "$VM_JOB"/offcpu_ngx.ko', timeout => 150,
-		load => LjWait::ngx_until('/offcpu', 'c', $ROUNDS, 1)), files => [$ko], timeout => 180);
+		load => LjWait::ngx_until('/offcpu', $ROUNDS, 1)), files => [$ko], timeout => 180);
 }
 
 my $r = $vm->run;

@@ -53,13 +53,12 @@ stopped.  The output: nginx's alerts and errors as C<# > notes,
 staprun's stderr and stdout; the status is staprun's.  C<timeout> as
 for C<go_case>.
 
-=item C<ngx_until(URL, NAME, N, CONNS)>
+=item C<ngx_until(URL, N, CONNS)>
 
-Shell for a C<load>: wrk with CONNS connections on URL until the app has
-counted N calls of NAME (its C</acct>), then wrk stopped (its
-C<Requests/sec> as a C<#> note) and the requests still in the app
-waited for (C<active 0>), so that no wait is cut by the end of the
-session.
+Shell for a C<load>: wrk with CONNS connections on URL until N responses
+came (a wrk script ends it then: no polling loads the guest meanwhile),
+then the requests still in the app waited for (its C</acct> says
+C<active 0>), so that no wait is cut by the end of the session.
 
 =item C<uprobes_placed(PIDS)>
 
@@ -194,18 +193,20 @@ SH
 }
 
 sub ngx_until {
-	my ($url, $name, $n, $conns) = @_;
+	my ($url, $n, $conns) = @_;
 	return <<"SH";
-wrk -t1 -c$conns -d 600s http://127.0.0.1:8080$url > wrk.txt 2>&1 &
-wp=\$!
-for i in \$(seq 1 3000); do
-	k=\$(curl -s http://127.0.0.1:8080/acct | awk '\$1 == "acct" && \$2 == "$name" { print \$4 }')
-	[ "\${k:-0}" -ge $n ] && break
-	sleep 0.2
-done
-kill -INT \$wp
-wait \$wp
-grep -h 'Requests/sec' wrk.txt | sed 's/^/# /'
+cat > until.lua <<'EOF'
+local n = 0
+function response()
+	n = n + 1
+	if n >= $n then
+		io.write("# ", n, " responses\\n")
+		os.exit(0)
+	end
+end
+EOF
+wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:8080$url > wrk.txt 2>&1
+grep -h 'responses\$' wrk.txt
 for i in \$(seq 1 300); do curl -s http://127.0.0.1:8080/acct | grep -qx 'active 0' && break; sleep 0.1; done
 SH
 }
