@@ -4,10 +4,10 @@
 -- then prints "rounds N" and the app's own accounting (wait.lua's
 -- "acct NAME US CALLS BYTES" lines) and exits.  DIR: where fio's data1
 -- and data2 are (default "."); its size of data1 is write1()'s too.  GO
--- ("-": none): a FIFO opened before the first round, which blocks until
--- the test opens it for writing once the sample has started (the test
--- starts the sample once the app blocks there: a wait that began before
--- the session is not seen, the signal leaves no trace).  U:
+-- ("-": none): a file the test makes once the sample has started; the
+-- app prints "ready" and polls for it without a pause (a wait, even one
+-- that began before the session, shows: SystemTap's attach interrupts
+-- a blocked open of a FIFO, which then blocks again, in the session).  U:
 -- the microseconds of each of offcpu's usleeps (default 2000).
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = dir .. "/?.lua;" .. package.path
@@ -23,7 +23,11 @@ if f then
     f:close()
 end
 if arg[5] and arg[5] ~= "-" then
-    io.open(arg[5], "r"):close()
+    io.write("ready\n")
+    io.flush()
+    repeat
+        local go = io.open(arg[5], "r")
+    until go
 end
 for _ = 1, rounds do
     what()

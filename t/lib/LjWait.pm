@@ -24,17 +24,15 @@ Percentage of the printed weight in stacks that hold FRAME.
 
 =item C<go_case(%o)>
 
-Shell for a VM case whose workload starts once the sample has: a FIFO
-is made on the guest's tmpfs, its path in C<$go>; C<target> (a command
-line that opens C<$go> for reading before its first round, e.g.
-t/apps/wait-run.lua's GO) starts in the
-background and blocks there (in openat, as C</proc/PID/syscall> says: a
-wait that began before the session is not seen); then C<staprun -x PID
-MODULE PARAMS> (C<module>, C<params>) starts, and once its stderr has the
-sample's start line
-(C<...; press Ctrl-C to stop>) the FIFO is opened for writing: the
-workload runs, and the session ends when it exits (the samples end
-themselves when their -x target does).  C<after> (shell, default none)
+Shell for a VM case whose workload starts once the sample has: C<target>
+(a command line; C<$go> in it is the path of a file that does not exist
+yet, e.g. t/apps/wait-run.lua's GO) starts in the background, prints
+C<ready> and polls for that file without a pause (no wait: SystemTap's
+attach interrupts a blocked system call, which then blocks again in the
+session); then C<staprun -x PID MODULE PARAMS> (C<module>, C<params>)
+starts, and once its stderr has the sample's start line the file is
+made: the workload runs, and the session ends when it exits (the
+samples end themselves when their -x target does).  C<after> (shell, default none)
 runs after the signal, C<$sp> being staprun's pid (e.g. C<sleep 2; kill
 -INT $sp>).  C<timeout>: seconds staprun may run before it is stopped
 with SIGINT (default 60).  The case's output: staprun's stderr, the
@@ -149,15 +147,11 @@ sub go_case {
 	my $after = $o{after} // ':';
 	return <<"SH" . _staprun_started(qq{-x \$pid "\$VM_JOB"/$o{module} $params}, $t) . <<"SH2";
 go=\$(mktemp -u /tmp/go.XXXXXX)
-mkfifo \$go
 $o{target} > target.log 2>&1 &
 pid=\$!
-for i in \$(seq 1 600); do
-	[ "\$(cut -d' ' -f1 /proc/\$pid/syscall 2>/dev/null)" = 257 ] && break
-	sleep 0.1
-done
+for i in \$(seq 1 600); do grep -q '^ready\$' target.log && break; sleep 0.1; done
 SH
-timeout 10 sh -c ": > \$go"
+: > \$go
 $after
 wait \$sp
 rc=\$?
