@@ -150,14 +150,15 @@ CASE: {
 	# was 11.8 ms on average on a loaded host, 51 ms at most): the app's
 	# own clock around its code is the truth.  The handler holds the
 	# code, and adds its own cost (the coroutine, the request's end, the
-	# return probe), slowed by the same load: at most as much as the code
-	# or 5 ms.
+	# probes), slowed by the same load: 7.3 ms on average in a run where
+	# the /fast handler, the same cost around no code, took 4.3 ms.  The
+	# upper bound is checked below, against /fast's.
 	my ($n, $us, $min) = $o =~ /^# spun (\d+) (\d+) (\d+)$/m;
 	is $n, 20, 'spin: the app timed its 20 spins' or diag $o;
 	my $app = $n ? $us / $n : 0;
-	ok $app && $p->{avg} >= $app && $p->{avg} - $app <= ($app > 5000 ? $app : 5000),
-		sprintf('spin: avg %d us = the app\'s own %d us and the handler\'s cost (at most %d us)', $p->{avg}, $app,
-		$app > 5000 ? $app : 5000) or diag $o;
+	$p->{app} = $app;
+	ok $app && $p->{avg} >= $app, sprintf('spin: avg %d us >= the app\'s own %d us (the handler holds its code)', $p->{avg}, $app)
+		or diag $o;
 	ok $min && $p->{min} >= $min, "spin: min $p->{min} us >= the app's own $min us" or diag $o;
 	ok $p->{max} >= $p->{avg}, 'spin: max >= avg';
 	is $p->{hist}, 20, 'spin: the histogram holds the 20 calls' or diag $o;
@@ -177,6 +178,13 @@ CASE: {
 	ok $p{spin}{avg} && $p->{avg} < $p{spin}{avg} && $p->{min} < $p{spin}{min},
 		"fast: avg and min below the spinning handler's ($p->{avg} < $p{spin}{avg}, $p->{min} < $p{spin}{min})"
 		or diag $o;
+	# the spinning handler's own cost (its average less its code's, by
+	# the app's clock) is the one /fast has around no code: within 3
+	# times it and 1 ms (both slowed by the guest's load alike)
+	my $cost = ($p{spin}{avg} // 0) - ($p{spin}{app} // 0);
+	ok $p{spin}{app} && $cost <= 3 * $p->{avg} + 1000,
+		sprintf('spin: the handler\'s own cost %d us (avg %d less the app\'s %d) within 3 times /fast\'s avg %d us and 1 ms',
+			$cost, $p{spin}{avg} // 0, $p{spin}{app} // 0, $p->{avg}) or diag $o;
 	is $p->{hist}, 35, 'fast: the histogram holds the 35 calls' or diag $o;
 	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, 'fast: no SystemTap errors or warnings' or diag $o;
 }
