@@ -1,10 +1,14 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lj-lua-alloc end to end with the luajit CLI (GC64), in the VM (one boot):
-# t/apps/leak/alloc.lua allocates tables 1:2 from one() and two(); with the
-# JIT on and off, the sampled bytes split 1:2 between them within 5 points,
-# the leaf is the type (table), and the slowdown of the workload with the
-# module loaded (its own CPU time, with and without) is measured and printed.
+# t/apps/leak/alloc.lua allocates tables 1:2 from one() and two() (it
+# counts them: the truth); with the JIT on and off, armed all the time,
+# the sampled bytes split as the app's tables within 3 points (the run
+# reaches the floor of samples for that), the leaf is the type (table).
+# Armed in windows (100 ms of every 1000 ms, what users run), the split
+# holds within the tolerance of its samples, stderr counts the windows,
+# and the slowdown of the workload with the module loaded (its own CPU
+# time per round, with and without) is measured and printed.
 # Then --master with two nginx workers under wrk on the leak app (module
 # built with --master -, run as 'staprun MOD.ko stapxx_master=MASTER'):
 # every stack ends in the root frame "worker PID" of one of the workers,
@@ -13,6 +17,8 @@
 # still prints what it measured before it, and says so; and with a limit of
 # one distinct stack (maxstacks=1 at run time) one stack is printed and
 # stderr says how many bytes the limit left out and which option raises it.
+# Every workload is started by 'staprun -c': it runs once the module's
+# begin probe has run (the sign that sampling started).
 use strict;
 use warnings;
 use FindBin;
@@ -22,12 +28,26 @@ use VM;
 use LjStacks;
 use LjGc;
 use Pprof;
+use Stats;
+use POSIX qw(ceil);
 use Test::More;
 
 my $vm = VM->new;
-my $N = 10000;    # rounds: 3 million tables (about 3 s under TCG)
 my $RATE = 512;
-# armed 100 ms of every 1000: the slowdown shrinks with the share of time armed
+my $CLAIM = 3;    # points: one() 33.3 +- 3 with the module armed all the time
+# Samples are the independent events of a byte share: one per RATE bytes
+# on average, each picks the allocation it lands in (all tables are the
+# same size).  A {i, i, i} table is 96 bytes on GC64 (a 64-byte GCtab with
+# its 4 array slots colocated), 300 per round: the rounds that reach the
+# floor of one()'s share, with a margin for the start-up's allocations and
+# the random gaps.
+my $FLOOR = Stats::floor(1 / 3, $CLAIM);
+my $ROUNDS = ceil(1.25 * $FLOOR * $RATE / (300 * 96));
+# Armed 100 ms of every 1000 ms: the slowdown shrinks with the share of
+# time armed.  Those runs last two periods and a half of the app's own
+# wall clock (stderr counts at least two windows).
+my $PERIOD = 1000;
+my $WIN_S = 2.5 * $PERIOD / 1000;
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 my $app = "$ROOT/t/apps/leak/alloc.lua";
 # Under TCG the probes take a share of the CPU that no hardware sees (a
@@ -35,68 +55,123 @@ my $app = "$ROOT/t/apps/leak/alloc.lua";
 # (50% of a CPU) stopped the JIT case, and even at 90% it stopped it in CI
 # when the host was busy.  So these modules are built without the guard...
 my @over = ('-D', 'STP_NO_OVERLOAD');
-# ...and one with a guard that trips for sure, but not at the first probe
-# (SystemTap checks the first one alone: under load it took 25 million
-# cycles, the symbol lookup of a first sample): 200 million cycles of
-# probes in an interval of 1,000 million, where armed probes took 744 million.
-# It shows what a user gets when a session ends on an error: the report
-# of what was measured before it.
-my @trip = ('-D', 'STP_OVERLOAD_THRESHOLD=200000000LL');
-my ($ko, $kom, $koe) = $vm->builds(    # two at a time
+# ...and one with a guard that trips on any machine: 20 million cycles of
+# probes in an interval of 1,000 million (2%).  Armed all the time, a
+# workload that does nothing but allocate spends far more than that in
+# the probes (under TCG 60-75%; on hardware a sampled allocation's stack
+# walk alone costs more than the allocation between two of them).
+# SystemTap checks the first probe alone (cycles since 0 exceed the
+# interval), and a first sample's symbol lookup took 25 million cycles
+# under load: the guard may trip there, at LuaJIT's start-up, before
+# one() runs; the report must be printed either way.  It shows what a
+# user gets when a session ends on an error: the report of what was
+# measured before it.
+my @trip = ('-D', 'STP_OVERLOAD_THRESHOLD=20000000LL');
+my ($ko, $kow, $kom, $koe) = $vm->builds(    # two at a time
 	['ljalloc', 'samples/lj-lua-alloc.sxx', exec => 'build/luajit-gc64/bin/luajit',
-	 args => ['--arg', "rate=$RATE", '--arg', 'on=100', '--arg', 'period=1000', '--arg', 'time=60', @over]],
+	 args => ['--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @over]],
+	['ljalloc_win', 'samples/lj-lua-alloc.sxx', exec => 'build/luajit-gc64/bin/luajit',
+	 args => ['--arg', "rate=$RATE", '--arg', 'on=100', '--arg', "period=$PERIOD", @over]],
 	['ljalloc_master', 'samples/lj-lua-alloc.sxx', exec => 'build/nginx/sbin/nginx',
 	 args => ['--master', '-', '--arg', 'time=3', '--arg', 'on=1000', '--arg', 'period=1000', @over]],
 	['ljalloc_err', 'samples/lj-lua-alloc.sxx', exec => 'build/luajit-gc64/bin/luajit',
 	 args => ['--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @trip]]);
-ok $ko, 'lj-lua-alloc builds for the luajit CLI';
+ok $ko, 'lj-lua-alloc builds for the luajit CLI, armed all the time';
+ok $kow, 'lj-lua-alloc builds for the luajit CLI, armed in windows';
 ok $kom, 'lj-lua-alloc builds in master mode for nginx (--master -)';
 ok $koe, 'lj-lua-alloc builds with an overload guard that trips';
 
+# (staprun -c ends with the workload: the timeouts only catch a hang)
 for my $mode (qw(jit nojit)) {
-	$vm->case("base_$mode" => "$lj $app $mode $N");
-	$vm->case($mode => qq{timeout -s INT -k 10 60 staprun -c "$lj $app $mode $N" "\$VM_JOB"/ljalloc.ko},
-		files => [$ko], timeout => 90) if $ko;
+	$vm->case($mode => qq{timeout -s INT -k 10 90 staprun -c "$lj $app $mode $ROUNDS" "\$VM_JOB"/ljalloc.ko},
+		files => [$ko], timeout => 120) if $ko;
+	$vm->case("base_win_$mode" => "$lj $app $mode 1 $WIN_S");
+	$vm->case("win_$mode" => qq{timeout -s INT -k 10 60 staprun -c "$lj $app $mode 1 $WIN_S" "\$VM_JOB"/ljalloc_win.ko},
+		files => [$kow], timeout => 90) if $kow;
 }
-$vm->case(few => qq{staprun -c "$lj $app jit 1000" "\$VM_JOB"/ljalloc.ko maxstacks=1},
-	files => [$ko], timeout => 60) if $ko;
-$vm->case(err => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit $N" "\$VM_JOB"/ljalloc_err.ko},
+# one distinct stack kept: one() and two() make two at least, in any round
+$vm->case(few => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit 10" "\$VM_JOB"/ljalloc.ko maxstacks=1},
+	files => [$ko], timeout => 90) if $ko;
+$vm->case(err => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit 10000" "\$VM_JOB"/ljalloc_err.ko},
 	files => [$koe], timeout => 90) if $koe;
 $vm->case(master => LjGc::leak_master_case(module => 'ljalloc_master.ko', counts => 0, n => 100),
 	files => [$kom], timeout => 120) if $kom;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
-for my $mode (qw(jit nojit)) {
-	my $case = $c->{$mode} or next;
+
+# The stacks of a case's output (the app's own lines and SystemTap's
+# errors left out).
+sub stacks_of {
+	my ($o) = @_;
+	return join "\n", grep { !/^(?:start|time [\d.]+|rounds \d+|tables one \d+ two \d+|ERROR: .*)$/ } split /\n/, $o;
+}
+
+# The split of one case: one() and two()'s bytes against the app's own
+# count of the tables each made.  CLAIM: the tolerance promised (the
+# samples must reach its floor), else 4 sigma of the samples taken.
+sub check_split {
+	my ($name, $case, %o) = @_;
 	my $o = $case->{output};
-	is $case->{status}, 0, "$mode: staprun status 0" or diag $o;
-	my $stacks = join "\n", grep { !/^(?:start|time [\d.]+)$/ } split /\n/, $o;
-	my $p = LjStacks::parse($stacks);
-	is_deeply LjStacks::bad($p, $mode), [], "$mode: well-formed stacks" or diag $o;
-	like $o, qr/^# stap\+\+ type=bytes$/m, "$mode: the output's header gives the unit (type=bytes)";
-	if ($mode eq 'jit') {
-		# the real output as a pprof profile, read back by go tool pprof
-		Pprof::init($vm->out . '/pprof');
-		Pprof::check_real('alloc', $stacks, types => 'space/bytes', frames => ['alloc.lua:one', 'alloc.lua:two']);
-	}
+	is $case->{status}, 0, "$name: staprun status 0" or diag $o;
+	my $p = LjStacks::parse(stacks_of($o));
+	is_deeply LjStacks::bad($p, $name, $o), [], "$name: well-formed stacks" or diag $o;
+	like $o, qr/^# stap\+\+ type=bytes$/m, "$name: the output's header gives the unit (type=bytes)";
+	my ($t1, $t2) = $o =~ /^tables one (\d+) two (\d+)$/m;
+	ok $t1 && $t2, "$name: the app counted its tables (one " . ($t1 // '?') . ', two ' . ($t2 // '?') . ')' or diag $o;
 	my $one = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:one' } @_ });
 	my $two = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:two' } @_ });
 	my $sum = $one + $two;
-	ok $sum >= 0.8 * $p->{total}, "$mode: one() and two() hold most sampled bytes ($sum of $p->{total})" or diag $o;
-	my $pct = $sum ? 100 * $one / $sum : 0;
-	ok abs($pct - 33.3) <= 5, sprintf('%s: one() %.1f%% of their bytes (33.3 +- 5)', $mode, $pct) or diag $o;
-	ok abs((100 - $pct) - 66.7) <= 5, sprintf('%s: two() %.1f%% (66.7 +- 5)', $mode, 100 - $pct);
+	# A stack whose only frame is '?' was inconsistent when sampled: a few
+	# KB a run under 'string' and 'table', early in it (docs/lj-lua-alloc.md),
+	# 0-4.3% of the bytes in the runs so far.  Their code path is unknown,
+	# so they could be one()'s or two()'s: their share is allowed on top of
+	# the split's tolerance.
+	my $q = LjStacks::count_with($p, sub { $_[1] && $_[1] eq '?' && @_ == 2 });
+	my $qpct = $p->{total} ? 100 * $q / $p->{total} : 100;
+	ok $qpct <= 5, sprintf("%s: '?' stacks (inconsistent when sampled) %.1f%% of the bytes (at most 5)", $name, $qpct) or diag $o;
+	# the rest: the start-up's own allocations (libraries, the chunk), 40 KB
+	ok $sum >= 0.8 * $p->{total}, "$name: one() and two() hold most sampled bytes ($sum of $p->{total})" or diag $o;
+	my $truth = ($t1 && $t2) ? 100 * $t1 / ($t1 + $t2) : 33.3;
+	my $n = int($sum / $RATE);
+	share_ok("$name: one()'s bytes", $sum ? 100 * $one / $sum : undef, $truth, $n,
+		($o{claim} ? (claim => $o{claim}) : ()),
+		($q ? (bias => $qpct, why => "the '?' stacks may be one()'s or two()'s") : ()))
+		or diag LjStacks::dump_stacks($p, 8);
 	my ($faults) = $o =~ /(\d+) faults$/m;
-	ok defined $faults && $faults <= 0.01 * ($p->{total} / $RATE + 1), "$mode: at most 1% of the samples faulted (" . ($faults // '?') . ')' or diag $o;
-	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes/m, "$mode: the probes' cost printed";
-	my ($t1) = $o =~ /^time ([\d.]+)$/m;
-	my ($t0) = ($c->{"base_$mode"}{output} // '') =~ /^time ([\d.]+)$/m;
-	ok $t0 && $t1, "$mode: the workload's time with and without the module" or diag $o;
-	note sprintf('%s: slowdown %.1fx (%.3f s with the module, %.3f s without)', $mode, $t1 / $t0, $t1, $t0) if $t0 && $t1;
-	my ($win) = $o =~ /^WARNING: lj-lua-alloc: armed 100 ms of every 1000 ms \(10%\): (\d+) windows/m;
-	ok $win && $win >= 2, "$mode: armed in windows, stderr says how many (" . ($win // '?') . ')' or diag $o;
-	note "$mode: $_" for grep { /^WARNING: lj-lua-alloc/ } split /\n/, $o;
+	ok defined $faults && $faults <= 0.01 * ($p->{total} / $RATE + 1), "$name: at most 1% of the samples faulted (" . ($faults // '?') . ')' or diag $o;
+	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes/m, "$name: the probes' cost printed";
+	note "$name: $_" for grep { /^WARNING: lj-lua-alloc/ } split /\n/, $o;
+	return $p;
+}
+
+for my $mode (qw(jit nojit)) {
+	if (my $case = $c->{$mode}) {
+		my $p = check_split($mode, $case, claim => $CLAIM);
+		if ($mode eq 'jit') {
+			# the real output as a pprof profile, read back by go tool pprof
+			Pprof::init($vm->out . '/pprof');
+			Pprof::check_real('alloc', stacks_of($case->{output}), types => 'space/bytes',
+				frames => ['alloc.lua:one', 'alloc.lua:two']);
+		}
+	}
+	if (my $case = $c->{"win_$mode"}) {
+		my $o = $case->{output};
+		check_split("windows $mode", $case);
+		my ($win) = $o =~ /^WARNING: lj-lua-alloc: armed 100 ms of every $PERIOD ms \(10%\): (\d+) windows/m;
+		ok $win && $win >= 2, "windows $mode: armed in windows, stderr says how many (" . ($win // '?') . ')' or diag $o;
+		# the slowdown: CPU time per round, with the module and without
+		my %per;
+		for my $k ("win_$mode", "base_win_$mode") {
+			my ($t, $n) = ($c->{$k}{output} // '') =~ /^time ([\d.]+)\nrounds (\d+)$/m;
+			$per{$k} = $t / $n if $t && $n;
+		}
+		ok $per{"win_$mode"} && $per{"base_win_$mode"}, "windows $mode: the workload's CPU time per round with and without the module"
+			or diag $o;
+		note sprintf('windows %s: slowdown %.2fx (%.3f ms per round with the module, %.3f ms without)', $mode,
+			$per{"win_$mode"} / $per{"base_win_$mode"}, 1000 * $per{"win_$mode"}, 1000 * $per{"base_win_$mode"})
+			if $per{"win_$mode"} && $per{"base_win_$mode"};
+	}
 }
 # The session ends on SystemTap's error; the error probe still prints the
 # report, and says so.
@@ -106,10 +181,10 @@ if (my $case = $c->{err}) {
 	like $o, qr/^ERROR: probe overhead \(\d+ cycles\) exceeded threshold/m, 'err: SystemTap says why' or diag $o;
 	like $o, qr/^WARNING: lj-lua-alloc: the session ended on the error above; the report covers the time before it$/m,
 		'err: the sample says its report covers the time before the error' or diag $o;
-	my $p = LjStacks::parse(join "\n", grep { !/^(?:start|time [\d.]+|ERROR: .*)$/ } split /\n/, $o);
+	my $p = LjStacks::parse(stacks_of($o));
 	is_deeply LjStacks::bad($p, 'err', $o), [], 'err: well-formed stacks' or diag $o;
-	# (when the guard trips depends on the host's load: in CI it tripped
-	# during luajit's start-up, before one() and two() ran)
+	# (when the guard trips depends on the host's load: it may trip at
+	# the first probe, during luajit's start-up, before one() and two() ran)
 	my ($samples) = $o =~ /^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; (\d+) samples of $RATE bytes/m;
 	ok $samples, 'err: the summary is printed, with the samples taken (' . ($samples // '?') . ')' or diag $o;
 	ok $p->{total} > 0 && $p->{total} <= ($samples // 0) * $RATE,
@@ -118,7 +193,7 @@ if (my $case = $c->{err}) {
 if (my $case = $c->{few}) {
 	my $o = $case->{output};
 	is $case->{status}, 0, 'maxstacks 1: staprun status 0' or diag $o;
-	my $p = LjStacks::parse(join "\n", grep { !/^(?:start|time [\d.]+)$/ } split /\n/, $o);
+	my $p = LjStacks::parse(stacks_of($o));
 	is scalar @{ $p->{stacks} }, 1, 'maxstacks 1: one stack printed' or diag $o;
 	my ($lost) = $o =~ /^WARNING: lj-lua-alloc: limit hit: (\d+) bytes of stacks beyond the first 1 distinct ones are not printed; --arg maxstacks=N raises it$/m;
 	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;

@@ -1,16 +1,25 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lj-lua-fio in the VM (one boot, one module; weight and files are runtime
-# options): read2() and read1() of t/apps/wait.lua read files of 2 MB and
-# 1 MB with io.open():read("*a").  By bytes the split is 2:1 within 2
-# points; by latency (the default) it is what the page cache gives, noted.
-# The files' names as leaves with files=1.  Bad input: a weight that is
+# options): read2() and read1() of t/apps/wait.lua read files data2 and
+# data1 of 2:1 with io.open():read("*a"), on the guest's tmpfs (the job
+# dir is 9p without a page cache: each read a round trip to the host,
+# whose latency under load has nothing to do with the bytes: read1 once
+# waited longer than read2 in all).  The app counts the bytes and times
+# each function itself: the truth.  By bytes the split is the app's
+# within 3 points; by latency (the default) it is the app's own time in
+# each within the tolerance of its calls, and read2 waits longer.  The
+# files' names as leaves with files=1.  Bad input: a weight that is
 # neither us nor bytes.  A limit of one distinct stack (ljw_maxstacks=1, the
 # run-time value under --arg maxstacks): one stack printed, the bytes of
 # the others counted on stderr with the option that raises it.  Writes
-# count, a pipe does not: read2() reads 2 MB and write1() writes 1 MB of
-# files, 2:1 by bytes within 2 points, while piped() moves 1 MB through a
-# pipe (FFI write and read), counted on stderr as not regular files.
+# count, a pipe does not: read2() reads and write1() writes files of 2:1,
+# the app's split within 3 points, while piped() moves as much as
+# write1() through a pipe (FFI write and read), counted on stderr as not
+# regular files.
+# Every workload starts once the sample has (LjWait::go_case) and runs a
+# number of rounds derived from the floor of calls its claim needs; the
+# session ends when it exits.
 use strict;
 use warnings;
 use FindBin;
@@ -19,66 +28,110 @@ use TestUtil;
 use VM;
 use LjStacks;
 use LjWait;
+use Stats;
+use POSIX qw(ceil);
 use Test::More;
 
 my $vm = VM->new;
-my $T = 3;
-my $ko = $vm->build('fio_gc64', 'samples/lj-lua-fio.sxx', exec => 'build/luajit-gc64/bin/luajit',
-	args => ['--arg', "time=$T"]);
+my $ko = $vm->build('fio_gc64', 'samples/lj-lua-fio.sxx', exec => 'build/luajit-gc64/bin/luajit');
 ok $ko, 'lj-lua-fio builds for luajit-gc64' or diag $vm->build_log;
 
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 my $run = "$ROOT/t/apps/wait-run.lua";
+# The independent events of a share by bytes or by latency are the calls
+# (each measured, or lost to a skipped probe, as a whole).  read("*a")
+# reads a file of 2^k bytes in k-12 calls that double (8 KB first) and one
+# at the end of the file that moves nothing: data2 of 128 KB and data1 of
+# 64 KB make 6 and 5 calls, 9 with bytes a round.  By bytes the claim is
+# 3 points (a call costs 0.6 ms under TCG besides its bytes: the 8,889
+# calls of 2 points took 15 s a case); by latency 8 points, enough to
+# tell 2:1 from 1:1, on files of 2 MB and 1 MB whose copies take far
+# longer than a call's fixed cost (19 calls a round).
+my %size = (small => [131072, 65536], big => [2097152, 1048576]);
+my $BYTES_CLAIM = 3;
+my $US_CLAIM = 8;
+my $floor_b = Stats::floor(2 / 3, $BYTES_CLAIM);
+# (the latency split lies between 1:1 and 2:1: the floor at 1/2 is the
+# highest)
+my $floor_us = Stats::floor(1 / 2, $US_CLAIM);
+my %rounds = (
+	bytes => ceil(1.2 * $floor_b / 9),
+	us => ceil(1.2 * $floor_us / 19),
+	# read2 (5 calls with bytes) and write1 (1): 6 a round
+	mixed => ceil(1.2 * $floor_b / 6),
+	few => 5, badweight => 1);
 sub fio_case {
-	my ($params, $fn) = @_;
-	$fn //= 'fio';
-	return <<"SH";
-head -c 2097152 /dev/urandom > data2
-head -c 1048576 /dev/urandom > data1
-$lj $run 60 jit $fn "\$CASE" > target.log 2>&1 &
-pid=\$!
-sleep 0.5
-timeout -s INT -k 10 30 staprun -x \$pid "\$VM_JOB"/fio_gc64.ko $params
-rc=\$?
-kill \$pid 2>/dev/null
-wait
-exit \$rc
+	my ($name, $params, $fn, $sizes) = @_;
+	my ($s2, $s1) = @{ $size{$sizes} };
+	return LjWait::go_case(module => 'fio_gc64.ko', params => $params, timeout => 100, target => <<"SH" =~ s/\n\z//r);
+d=\$(mktemp -d /tmp/fio.XXXXXX)
+head -c $s2 /dev/urandom > \$d/data2
+head -c $s1 /dev/urandom > \$d/data1
+$lj $run $rounds{$name} jit $fn \$d \$go
 SH
 }
 if ($ko) {
-	$vm->case(us => fio_case(''), files => [$ko], timeout => 30);
-	$vm->case(bytes => fio_case('weight=bytes files=1'), files => [$ko], timeout => 30);
-	$vm->case(badweight => fio_case('weight=lines'), files => [$ko], timeout => 30);
-	$vm->case(few => fio_case('weight=bytes ljw_maxstacks=1'), files => [$ko], timeout => 30);
-	$vm->case(mixed => fio_case('weight=bytes', 'fio_mixed'), files => [$ko], timeout => 30);
+	$vm->case(us => fio_case('us', '', 'fio', 'big'), files => [$ko], timeout => 120);
+	$vm->case(bytes => fio_case('bytes', 'weight=bytes files=1', 'fio', 'small'), files => [$ko], timeout => 120);
+	$vm->case(badweight => fio_case('badweight', 'weight=lines', 'fio', 'small'), files => [$ko], timeout => 60);
+	$vm->case(few => fio_case('few', 'weight=bytes ljw_maxstacks=1', 'fio', 'small'), files => [$ko], timeout => 60);
+	$vm->case(mixed => fio_case('mixed', 'weight=bytes', 'fio_mixed', 'small'), files => [$ko], timeout => 120);
 }
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
+# The calls of a case that moved bytes: the calls on stderr but the one
+# at the end of each file read (the app counts its reads).
+sub calls_with_bytes {
+	my ($p, $acct) = @_;
+	my $eof = 0;
+	$eof += ($acct->{$_} // {})->{calls} // 0 for qw(read2 read1);
+	return ($p->{wait}{waits} // 0) - $eof;
+}
+
+# What every run of the workload shows: status 0, the session ended by the
+# app's exit, the unit, well-formed stacks.
+sub common {
+	my ($name, $case, $w) = @_;
+	my $o = $case->{output};
+	my $p = LjWait::parse($o, 'lj-lua-fio');
+	is $case->{status}, 0, "$name: staprun status 0" or diag $o;
+	like $o, qr/^# app: rounds $rounds{$name}$/m, "$name: the app ran its $rounds{$name} rounds" or diag $o;
+	ok $p->{wait}{exited}, "$name: the session ended when the app exited" or diag $o;
+	like $o, qr/^# stap\+\+ type=$w$/m, "$name: the output's header gives the unit (type=$w)";
+	is_deeply LjStacks::bad($p, $name), [], "$name: well-formed lj-lua-stacks output";
+	return $p;
+}
+
 my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;
 for my $w (qw(us bytes)) {
 	my $case = $c->{$w} or next;
-	my $p = LjWait::parse($case->{output}, 'lj-lua-fio');
-	is $case->{status}, 0, "$w: staprun status 0" or diag $case->{output};
-	like $case->{output}, qr/^# stap\+\+ type=$w$/m, "$w: the output's header gives the unit (type=$w)";
-	is_deeply LjStacks::bad($p, $w), [], "$w: well-formed lj-lua-stacks output";
+	my $p = common($w, $case, $w);
+	my $acct = LjWait::acct($case->{output});
 	my @garbage = grep { $_ !~ $frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
 	is_deeply \@garbage, [], "$w: every frame is a well-formed name" or diag $case->{output};
 	ok $p->{total} > 0, "$w: a graph ($p->{total} $w)" or diag $case->{output};
 	my ($r2, $r1) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 read1);
 	ok $r2 + $r1 >= 99, sprintf('%s: read2 and read1 hold the I/O (%.1f%%)', $w, $r2 + $r1)
 		or diag LjStacks::dump_stacks($p, 8);
-	note sprintf('%s: read2 %.1f%% read1 %.1f%% of %d %s', $w, $r2, $r1, $p->{total}, $w);
+	note sprintf('%s: read2 %.1f%% read1 %.1f%% of %d %s in %d calls; the app: %s', $w, $r2, $r1, $p->{total}, $w,
+		$p->{wait}{waits} // 0, join(', ', map { "$_ $acct->{$_}{us} us $acct->{$_}{bytes} bytes" } sort keys %$acct));
 	if ($w eq 'bytes') {
-		ok abs($r2 - 66.7) <= 2, sprintf('bytes: read2 %.1f%% (66.7 +- 2)', $r2);
-		ok abs($r1 - 33.3) <= 2, sprintf('bytes: read1 %.1f%% (33.3 +- 2)', $r1);
+		share_ok('bytes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'read1'),
+			calls_with_bytes($p, $acct), claim => $BYTES_CLAIM);
 		my ($f2, $f1) = map { my $f = $_; LjStacks::count_with($p, sub { $_[0] eq $f }) } qw(file:data2 file:data1);
 		ok $f2 + $f1 == $p->{total}, "files=1: every stack has its file as the leaf ($f2 + $f1 of $p->{total})"
 			or diag LjStacks::dump_stacks($p, 8);
 		my $under = LjStacks::count_with($p, sub { $_[0] eq 'file:data2' && grep { $_ eq 'wait.lua:read2' } @_ });
 		is $under, $f2, 'files=1: data2 is read under read2';
 	} else {
+		# the app's time in a function holds its reads and what they
+		# need besides (open, close, the buffer's growth, the string):
+		# with files of 2 MB that is copies of the bytes too, in the same
+		# proportion
+		my $truth = LjWait::app_share($acct, 'us', 'read2', 'read1');
+		share_ok('us: read2 (latency)', $r2, $truth, $p->{wait}{waits}, claim => $US_CLAIM);
 		ok $r2 > $r1, sprintf('us: read2 waits longer than read1 (%.1f%% vs %.1f%%)', $r2, $r1);
 	}
 }
@@ -89,8 +142,7 @@ if (my $case = $c->{badweight}) {
 }
 if (my $case = $c->{few}) {
 	my $o = $case->{output};
-	my $p = LjWait::parse($o, 'lj-lua-fio');
-	is $case->{status}, 0, 'maxstacks 1: staprun status 0' or diag $o;
+	my $p = common('few', $case, 'bytes');
 	is scalar @{ $p->{stacks} }, 1, 'maxstacks 1: one stack printed' or diag $o;
 	my ($all, $printed) = $o =~ /^WARNING: lj-lua-fio: traced for \d+ us; \d+ us in \d+ calls with a Lua stack, (\d+) bytes \((\d+) bytes printed\)$/m;
 	my ($lost) = $o =~ /^WARNING: lj-lua-fio: 0 bytes in stacks truncated at depth \d+ \(printed\), 0 bytes in inconsistent stacks \(dropped\), (\d+) bytes in stacks beyond the first 1 distinct ones \(dropped; --arg maxstacks=N raises it\)$/m;
@@ -99,15 +151,17 @@ if (my $case = $c->{few}) {
 }
 if (my $case = $c->{mixed}) {
 	my $o = $case->{output};
-	my $p = LjWait::parse($o, 'lj-lua-fio');
-	is $case->{status}, 0, 'writes: staprun status 0' or diag $o;
-	is_deeply LjStacks::bad($p, 'writes'), [], 'writes: well-formed lj-lua-stacks output';
+	my $p = common('mixed', $case, 'bytes');
+	my $acct = LjWait::acct($o);
 	my ($r2, $w1, $pipe) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 write1 piped);
-	ok abs($r2 - 66.7) <= 2, sprintf('writes: read2 %.1f%% of the bytes (66.7 +- 2)', $r2) or diag LjStacks::dump_stacks($p, 8);
-	ok abs($w1 - 33.3) <= 2, sprintf('writes: write1 %.1f%% of the bytes (33.3 +- 2)', $w1);
+	my $n = calls_with_bytes($p, { read2 => $acct->{read2} });
+	share_ok('writes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'write1'), $n, claim => $BYTES_CLAIM)
+		or diag LjStacks::dump_stacks($p, 8);
+	share_ok('writes: write1', $w1, LjWait::app_share($acct, 'bytes', 'write1', 'read2'), $n, claim => $BYTES_CLAIM);
 	is $pipe, 0, 'writes: nothing under piped() (a pipe is not file I/O)' or diag LjStacks::dump_stacks($p, 8);
 	my ($other) = $o =~ /(\d+) calls on files that are not regular \(not counted\)/;
-	ok $other && $other >= 32, 'writes: the pipe\'s reads and writes counted on stderr as not regular files (' . ($other // '?') . ')'
+	ok $other && $other >= 2 * $rounds{mixed},
+		"writes: the pipe's reads and writes counted on stderr as not regular files (" . ($other // '?') . ", 2 a round)"
 		or diag $o;
 }
 

@@ -1,18 +1,35 @@
--- Drives t/apps/wait.lua from the luajit CLI:
---   luajit wait-run.lua SECONDS jit|nojit offcpu|fio|fio_mixed|long_wait [DIR]
--- runs that function of wait.lua for SECONDS (DIR: where fio's data1 and
--- data2 are).
+-- Drives t/apps/wait.lua from the luajit CLI (t/63, t/64):
+--   luajit wait-run.lua ROUNDS jit|nojit FUNC [DIR [GO [U]]]
+-- runs FUNC (offcpu, fio, fio_mixed, long_wait) of wait.lua ROUNDS times,
+-- then prints "rounds N" and the app's own accounting (wait.lua's
+-- "acct NAME US CALLS BYTES" lines) and exits.  DIR: where fio's data1
+-- and data2 are (default "."); its size of data1 is write1()'s too.  GO
+-- ("-": none): a file the test makes once the sample has started; the
+-- app prints "ready" and polls for it without a pause (a wait, even one
+-- that began before the session, shows: SystemTap's attach interrupts
+-- a blocked open of a FIFO, which then blocks again, in the session).  U:
+-- the microseconds of each of offcpu's usleeps (default 2000).
 local dir = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = dir .. "/?.lua;" .. package.path
-local secs = tonumber(arg[1]) or 5
+local rounds = tonumber(arg[1]) or 1
 if arg[2] == "nojit" then jit.off() end
 local w = require "wait"
 w.dir = arg[4] or "."
-local what = w[arg[3] or "offcpu"]
-local t0 = os.time()
-local rounds = 0
-while os.time() - t0 < secs do
-    what()
-    rounds = rounds + 1
+w.U = tonumber(arg[6]) or w.U
+local what = assert(w[arg[3] or "offcpu"], "no such function")
+local f = io.open(w.dir .. "/data1", "rb")
+if f then
+    w.WSIZE = f:seek("end")
+    f:close()
 end
-io.write("rounds ", rounds, "\n")
+if arg[5] and arg[5] ~= "-" then
+    io.write("ready\n")
+    io.flush()
+    repeat
+        local go = io.open(arg[5], "r")
+    until go
+end
+for _ = 1, rounds do
+    what()
+end
+io.write("rounds ", rounds, "\n", w.report())

@@ -2,8 +2,8 @@
 -- (t/63, t/64, t/65): each function waits a known share of the time.
 -- off-CPU: a(), b(), c() block in FFI usleep(U) 5, 10 and 15 times (1:2:3:
 -- the same call, so its overhead splits 1:2:3 too).  File I/O: read2()
--- reads a 2 MB file, read1() a 1 MB one.  Yield (nginx): sleep2() and
--- sleep1() yield in ngx.sleep(0.02) and ngx.sleep(0.01).
+-- reads data2, read1() data1 (files of 2:1).  Yield (nginx): sleep2()
+-- and sleep1() yield in ngx.sleep(0.02) and ngx.sleep(0.01).
 local _M = { U = 2000 }
 
 local ffi = require "ffi"
@@ -22,10 +22,58 @@ local function c()
     for _ = 1, 15 do C.usleep(_M.U) end
 end
 
+-- The app's own accounting (the truth the tests hold the samples
+-- against): _M.acct[NAME] = { us, calls, bytes } of each timed function,
+-- from a monotonic clock read around its call; _M.report() prints it as
+-- lines "acct NAME US CALLS BYTES", _M.reset() clears it.  Timing adds no
+-- wait and no file I/O.
+ffi.cdef [[
+struct wait_ts { long sec, nsec; };
+int clock_gettime(int clk, struct wait_ts *ts);
+]]
+local ts = ffi.new("struct wait_ts")
+local function now_us()
+    C.clock_gettime(1, ts)    -- CLOCK_MONOTONIC
+    return tonumber(ts.sec) * 1000000 + tonumber(ts.nsec) / 1000
+end
+_M.acct = {}
+local function account(name, t0, bytes)
+    local e = _M.acct[name]
+    if not e then
+        e = { 0, 0, 0 }
+        _M.acct[name] = e
+    end
+    e[1] = e[1] + (now_us() - t0)
+    e[2] = e[2] + 1
+    e[3] = e[3] + (bytes or 0)
+end
+
+function _M.reset()
+    _M.acct = {}
+end
+
+function _M.report()
+    local names = {}
+    for k in pairs(_M.acct) do names[#names + 1] = k end
+    table.sort(names)
+    local out = {}
+    for _, k in ipairs(names) do
+        local e = _M.acct[k]
+        out[#out + 1] = string.format("acct %s %d %d %d\n", k, e[1], e[2], e[3])
+    end
+    return table.concat(out)
+end
+
 function _M.offcpu()
+    local t = now_us()
     a()
+    account("a", t)
+    t = now_us()
     b()
+    account("b", t)
+    t = now_us()
     c()
+    account("c", t)
 end
 
 local function slurp(name)
@@ -45,17 +93,25 @@ local function read1()
     return n
 end
 
+-- (each function called by its own name: a frame is named by its call)
 function _M.fio()
-    return read2() + read1()
+    local t = now_us()
+    local n2 = read2()
+    account("read2", t, n2)
+    t = now_us()
+    local n1 = read1()
+    account("read1", t, n1)
 end
 
--- File I/O, writes too (t/64): read2(), write1() writes 1 MB to a file,
--- piped() moves 1 MB through a pipe (not file I/O: not counted).
+-- File I/O, writes too (t/64): read2(), write1() writes 1 MB (_M.WSIZE) to a file,
+-- piped() moves as much, in 64 KB pieces, through a pipe (not file I/O:
+-- not counted).
 local function write1()
-    _M.MB = _M.MB or string.rep("w", 1048576)
+    _M.MB = _M.MB or string.rep("w", _M.WSIZE or 1048576)
     local f = assert(io.open(_M.dir .. "/out1", "wb"))
     assert(f:write(_M.MB))
     f:close()
+    return #_M.MB
 end
 
 ffi.cdef [[
@@ -68,7 +124,7 @@ local function piped()
     local fds = ffi.new("int[2]")
     assert(C.pipe(fds) == 0)
     local buf = ffi.new("char[65536]")
-    for _ = 1, 16 do
+    for _ = 1, math.max(1, math.floor((_M.WSIZE or 1048576) / 65536)) do
         C.write(fds[1], buf, 65536)
         C.read(fds[0], buf, 65536)
     end
@@ -77,8 +133,12 @@ local function piped()
 end
 
 function _M.fio_mixed()
-    read2()
-    write1()
+    local t = now_us()
+    local n2 = read2()
+    account("read2", t, n2)
+    t = now_us()
+    local n1 = write1()
+    account("write1", t, n1)
     piped()
 end
 
@@ -100,8 +160,14 @@ local function sleep1()
 end
 
 function _M.yield()
+    _M.active = (_M.active or 0) + 1
+    local t = now_us()
     sleep2()
+    account("sleep2", t)
+    t = now_us()
     sleep1()
+    account("sleep1", t)
+    _M.active = _M.active - 1
 end
 
 -- Yield (nginx, /waits): cosocket() waits on a cosocket for /slow (which
@@ -127,8 +193,14 @@ local function waiter()
 end
 
 function _M.waits()
+    _M.active = (_M.active or 0) + 1
+    local t = now_us()
     cosocket()
+    account("cosocket", t)
+    t = now_us()
     waiter()
+    account("waiter", t)
+    _M.active = _M.active - 1
 end
 
 return _M

@@ -22,6 +22,64 @@ of "process N exited"), and C<lines> (every such line).
 
 Percentage of the printed weight in stacks that hold FRAME.
 
+=item C<go_case(%o)>
+
+Shell for a VM case whose workload starts once the sample has: C<target>
+(a command line; C<$go> in it is the path of a file that does not exist
+yet, e.g. t/apps/wait-run.lua's GO) starts in the background, prints
+C<ready> and polls for that file without a pause (no wait: SystemTap's
+attach interrupts a blocked system call, which then blocks again in the
+session); then C<staprun -x PID MODULE PARAMS> (C<module>, C<params>)
+starts, and once its stderr has the sample's start line the file is
+made: the workload runs, and the session ends when it exits (the
+samples end themselves when their -x target does).  C<after> (shell, default none)
+runs after the signal, C<$sp> being staprun's pid (e.g. C<sleep 2; kill
+-INT $sp>).  C<timeout>: seconds staprun may run before it is stopped
+with SIGINT (default 60).  The case's output: staprun's stderr, the
+target's output as C<# app: LINE> notes, staprun's stdout; its status is
+staprun's.
+
+=item C<ngx_go_case(%o)>
+
+Shell for a VM case on nginx with t/apps/wait.conf (one worker): the
+app's accounting cleared (C</reset>), C<staprun RUN> (C<run>, e.g. C<-x
+$worker "$VM_JOB"/MOD.ko>) in the background; once its stderr has the
+sample's start line (and with C<< uprobes => 1 >> once its uprobes are in the
+worker: C<uprobes_placed>), C<load> (shell) runs; then the app's accounting
+(C</acct>) as C<# app: LINE> notes, staprun stopped with SIGINT, nginx
+stopped.  The output: nginx's alerts and errors as C<# > notes,
+staprun's stderr and stdout; the status is staprun's.  C<timeout> as
+for C<go_case>.
+
+=item C<ngx_until(URL, N, CONNS)>
+
+Shell for a C<load>: wrk with CONNS connections on URL until N responses
+came (a wrk script ends it then: no polling loads the guest meanwhile),
+then the requests still in the app waited for (its C</acct> says
+C<active 0>), so that no wait is cut by the end of the session.
+
+=item C<uprobes_placed(PIDS)>
+
+Shell that waits (at most 30 s) until every process of PIDS (shell
+words, e.g. C<$worker>) has a breakpoint in its code: SystemTap runs the
+begin probe, which prints the start line, before it registers its
+uprobes, and a process that is already running gets them when it next
+runs (the task finder interrupts it).  A uprobe's breakpoint replaces a
+page of the file's text with an anonymous copy, which
+C</proc/PID/smaps> counts (C<Anonymous:> of an C<r-xp> file mapping,
+0 kB otherwise).  Prints C<# uprobes placed in PID> or C<# uprobes not
+placed in PID>.
+
+=item C<acct(TEXT)>
+
+The app's own accounting among a case's notes (lines C<# app: acct NAME
+US CALLS BYTES> of t/apps/wait.lua): { NAME => { us, calls, bytes } }.
+
+=item C<app_share(ACCT, KEY, NAME, OTHERS...)>
+
+Percentage of KEY (us or bytes) of NAME in NAME and OTHERS, from C<acct>;
+undef when they hold none.
+
 =back
 
 =cut
@@ -29,6 +87,7 @@ Percentage of the printed weight in stacks that hold FRAME.
 use strict;
 use warnings;
 use LjStacks;
+use VM ();
 
 sub parse {
 	my ($text, $tool) = @_;
@@ -36,7 +95,7 @@ sub parse {
 	my %s;
 	for my $l (grep { /^WARNING: \Q$tool\E: / } split /\n/, $text) {
 		push @{ $s{lines} }, $l;
-		if ($l =~ /traced for (\d+) us; (\d+) us \S.*? in (\d+) \w+ with a Lua stack/) {
+		if ($l =~ /traced for (\d+) us; (\d+) us (?:\S.*? )?in (\d+) \w+ with a Lua stack/) {
 			@s{qw(traced_us graph_us waits)} = ($1, $2, $3);
 		}
 		if ($l =~ /(\d+) us in (\d+) waits without a Lua stack/) {
@@ -63,6 +122,118 @@ sub share {
 	my ($p, $frame) = @_;
 	return 0 unless $p->{total};
 	return 100 * LjStacks::count_with($p, sub { grep { $_ eq $frame } @_ }) / $p->{total};
+}
+
+# Shell: staprun RUN in the background ($sp), its stdout in stap.out and
+# stderr in stap.err, stopped with SIGINT after T seconds; returns once
+# stderr has the sample's start line (or staprun ended).
+sub _staprun_started {
+	my ($run, $t) = @_;
+	return <<"SH";
+timeout -s INT -k 10 $t staprun $run > stap.out 2> stap.err &
+sp=\$!
+for i in \$(seq 1 900); do
+	grep -q 'press Ctrl-C to stop\$' stap.err && break
+	kill -0 \$sp 2>/dev/null || break
+	sleep 0.1
+done
+SH
+}
+
+sub go_case {
+	my (%o) = @_;
+	my $t = $o{timeout} // 60;
+	my $params = $o{params} // '';
+	my $after = $o{after} // ':';
+	return <<"SH" . _staprun_started(qq{-x \$pid "\$VM_JOB"/$o{module} $params}, $t) . <<"SH2";
+go=\$(mktemp -u /tmp/go.XXXXXX)
+$o{target} > target.log 2>&1 &
+pid=\$!
+for i in \$(seq 1 600); do grep -q '^ready\$' target.log && break; sleep 0.1; done
+SH
+: > \$go
+$after
+wait \$sp
+rc=\$?
+kill \$pid 2>/dev/null
+wait \$pid
+cat stap.err
+sed 's/^/# app: /' target.log
+cat stap.out
+exit \$rc
+SH2
+}
+
+sub ngx_go_case {
+	my (%o) = @_;
+	my $t = $o{timeout} // 60;
+	my $after = <<"SH";
+$o{load}
+curl -s http://127.0.0.1:8080/acct | sed 's/^/# app: /'
+kill -INT \$sp
+wait \$sp
+rc=\$?
+SH
+	my $print = <<'SH';
+grep -E '\[(alert|emerg|crit|error)\]' logs/error.log | sed 's/^/# /'
+cat stap.err
+cat stap.out
+exit $rc
+SH
+	return VM::nginx_up(conf => 't/apps/wait.conf', url => '/acct')
+		. "curl -s -o /dev/null http://127.0.0.1:8080/reset\n"
+		. _staprun_started($o{run}, $t) . ($o{uprobes} ? uprobes_placed('$worker') : '')
+		. $after . VM::nginx_down() . $print;
+}
+
+sub ngx_until {
+	my ($url, $n, $conns) = @_;
+	return <<"SH";
+cat > until.lua <<'EOF'
+local n = 0
+function response()
+	n = n + 1
+	if n >= $n then
+		io.write("# ", n, " responses\\n")
+		os.exit(0)
+	end
+end
+EOF
+wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:8080$url > wrk.txt 2>&1
+grep -h 'responses\$' wrk.txt
+for i in \$(seq 1 300); do curl -s http://127.0.0.1:8080/acct | grep -qx 'active 0' && break; sleep 0.1; done
+SH
+}
+
+sub uprobes_placed {
+	my ($pids) = @_;
+	return <<"SH";
+for p in $pids; do
+	ok=
+	for i in \$(seq 1 300); do
+		awk '/^[0-9a-f]+-[0-9a-f]+ / { x = (\$2 == "r-xp" && \$6 ~ /^\\//) } x && /^Anonymous:/ && \$2 > 0 { f = 1 } END { exit !f }' /proc/\$p/smaps && ok=1 && break
+		sleep 0.1
+	done
+	if [ -n "\$ok" ]; then echo "# uprobes placed in \$p"; else echo "# uprobes not placed in \$p"; fi
+done
+SH
+}
+
+sub acct {
+	my ($text) = @_;
+	my %a;
+	while ($text =~ /^# app: acct (\S+) (\d+) (\d+) (\d+)$/mg) {
+		$a{$1} = { us => $2, calls => $3, bytes => $4 };
+	}
+	return \%a;
+}
+
+sub app_share {
+	my ($acct, $key, $name, @others) = @_;
+	my $all = 0;
+	$all += ($acct->{$_} // {})->{$key} // 0 for $name, @others;
+	return undef unless $all;
+	return 100 * (($acct->{$name} // {})->{$key} // 0) / $all;
 }
 
 1;

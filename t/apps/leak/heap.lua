@@ -3,10 +3,12 @@
 --   luajit heap.lua SECONDS
 -- 50000 strings ("str N", 1-5 digits) and 10000 tables {i, i + 1, x = i},
 -- then a full collection and "count BYTES" (collectgarbage("count") in
--- bytes), then SECONDS of a little garbage (a table per iteration, kept
--- for 100 iterations) so that the collector steps, where lj-gc-objs walks.
--- The collector runs without pause (setpause 100) and fast (setstepmul
--- 1000), so that little garbage accumulates; at the end "count BYTES" again.
+-- bytes), then SECONDS of collector steps and nothing else (a heap at
+-- rest): collectgarbage("step", 0) runs one step of the collector
+-- (lj_gc_step, where lj-gc-objs walks) and allocates nothing, so the
+-- heap the walk sees is the one the count measured.  Every 0.2 s of CPU
+-- time and at the end "count BYTES" again (the same, but for the strings
+-- of these lines).
 -- The biggest string (5001 bytes) starts with a ';', a tab, a newline and
 -- the byte 1: its preview is printed escaped (",\t\n\x01zzz...").
 local secs = tonumber(arg[1]) or 5
@@ -18,14 +20,19 @@ collectgarbage()
 collectgarbage()
 io.write(string.format("count %d\n", collectgarbage("count") * 1024))
 io.flush()
-collectgarbage("setpause", 100)
-collectgarbage("setstepmul", 1000)
-local junk = {}
-local t0, k = os.clock(), 0
+jit.off()    -- no trace recording: nothing allocates
+local t0 = os.clock()
+local next_count = t0 + 0.2
 while os.clock() - t0 < secs do
-    for _ = 1, 1000 do
-        k = k + 1
-        junk[k % 100] = { k }
+    collectgarbage("step", 0)
+    -- 1 ms of work between two steps: lj-gc-objs's probe fires at each,
+    -- and back to back they made SystemTap's overload guard end the walk
+    local t = os.clock() + 0.001
+    while os.clock() < t do end
+    if os.clock() >= next_count then
+        next_count = next_count + 0.2
+        io.write(string.format("count %d\n", collectgarbage("count") * 1024))
+        io.flush()
     end
 end
 io.write(string.format("count %d\n", collectgarbage("count") * 1024))
