@@ -172,8 +172,9 @@ demo:
 
 # The README's two commands as a new user runs them: in a fresh Debian 12
 # root made by debootstrap (minbase, plus git and make), in a mount
-# namespace.  Not part of 'make test' (it downloads and builds everything
-# again: about 30 min).
+# namespace.  Not part of 'make test': it downloads and builds everything
+# again (make deps alone took 20 min in the first run, 2026-11-26; see
+# docs/development.md, 'A fresh machine').
 test-fresh:
 	dev/test-fresh
 
