@@ -30,10 +30,10 @@ ok -f "/boot/vmlinuz-$log" && -d "/lib/modules/$log/build", '... with a kernel i
 
 ($st, $log) = run_cmd($in_out, $run, '--help');
 is $st, 0, '--help: status 0';
-like $log, qr/^usage: util\/vm-run --kernel-release\n.*--timeout SECS/s, '--help: usage and options';
+like $log, qr/^usage: dev\/vm-run --kernel-release\n.*--timeout SECS/s, '--help: usage and options';
 ($st, $log) = run_cmd($in_out, $run);
 is $st, 2, 'no script: exit 2';
-like $log, qr/error: no job script given.*usage: util\/vm-run/s, '... with usage';
+like $log, qr/error: no job script given.*usage: dev\/vm-run/s, '... with usage';
 ($st, $log) = run_cmd($in_out, $run, '--bogus', 'x.sh');
 is $st, 2, 'unknown option: exit 2';
 like $log, qr/unknown option '--bogus'/, '... named';
@@ -96,7 +96,7 @@ like slurp("$out/job/.vm/dmesg") // '', qr/Linux version \Q${\ $vm->krel}\E/, 't
 
 # --- a checkout under /tmp; SIGTERM stops the VM ---
 my $tmp = tempdir('stappp-vm-XXXXXX', DIR => '/tmp', CLEANUP => 1);
-make_path("$tmp/util", "$tmp/build");
+make_path("$tmp/dev", "$tmp/build");
 system('cp', $run, "$tmp/dev/vm-run") == 0 or die;
 spit("$tmp/marker", "from the host's /tmp\n");
 spit("$out/tmp.sh", <<"SH");
