@@ -27,7 +27,7 @@ my $DEPTH = 20;    # depth of the plain modules (edge.lua recursion is cut there
 # is what the whole test suite waits for).  The frame shapes and options
 # need a few hundred.
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5);
-my $SAMPLES_OTHER = 1500;
+my $SAMPLES_OTHER = 1000;
 
 # --- a target without LuaJIT: clear error, non-zero exit (no VM needed) ---
 {
@@ -95,14 +95,14 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 $case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
 $case{opt_limit} = ['opt_limit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER];
 $case{opt_nointerp} = ['opt_nointerp', "$lj $run $secs nojit plain 200000", $SAMPLES_OTHER, 'taken'];
-$case{opt_hz} = ['opt_hz', "$lj $run $secs jit plain 200000", 750];
+$case{opt_hz} = ['opt_hz', "$lj $run $secs jit plain 200000", 750, undef, 250];
 for my $name (sort keys %case) {
-	my ($k, $target, $n, $taken) = @{ $case{$name} };
+	my ($k, $target, $n, $taken, $hz) = @{ $case{$name} };
 	# a module that failed to build: its case is missing, which the
 	# assertions below fail on
 	next unless $ko{$k};
 	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => 'sleep 1', samples => $n,
-		taken => $taken),
+		taken => $taken, hz => $hz),
 		files => [$ko{$k}], timeout => 180);
 }
 for my $mode (qw(jit nojit)) {

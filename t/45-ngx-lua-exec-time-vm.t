@@ -66,13 +66,13 @@ http {
 CONF
 close $fh;
 
-my @argv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime', '--exec', $nginx,
+my @argv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime', VM::no_guard(), '--exec', $nginx,
 			"$R/samples/ngx-lua-exec-time.sxx");
 my ($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @argv);
 my $ko = "$out/exectime.ko";
 ok $st == 0 && -f $ko, 'ngx-lua-exec-time builds against the tree' or diag "\$ @argv\n$log";
 # master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
-my @margv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime_m', '--exec', $nginx, '--master', '-',
+my @margv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime_m', VM::no_guard(), '--exec', $nginx, '--master', '-',
 			 "$R/samples/ngx-lua-exec-time.sxx");
 ($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @margv);
 my $kom = "$out/exectime_m.ko";
