@@ -162,6 +162,16 @@ void hint_debuginfo(struct dw_bin *b)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
 		hint("a separate debug file is found by build-id as "
 		     "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+		/* libdwfl asks the servers itself (libdebuginfod) */
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		if (urls && *urls)
+			hint("or from the debuginfod servers in DEBUGINFOD_URLS "
+			     "('%s'), which did not answer with it (a miss is "
+			     "cached for 10 minutes: see DEBUGINFOD_CACHE_PATH)",
+			     urls);
+		else
+			hint("or from a debuginfod server: set DEBUGINFOD_URLS "
+			     "(e.g. https://debuginfod.debian.net)");
 	} else {
 		hint("a separate debug file is found by build-id under "
 		     "/usr/lib/debug/.build-id/ (this binary has no build-id)");
