@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make deps (dev/deps): the deb-src detection on sample apt configurations,
-# a second run that skips everything, and what the first run built.
+# a second run that skips everything, and what the first run built (the
+# targets of issue 21 are checked in t/24-targets.t).
 # Its --help and usage errors are in t/35-scripts.t with the other scripts'.
 use strict;
 use warnings;
@@ -27,8 +28,13 @@ my ($st, $log) = run_cmd({ cwd => $ROOT, merge => 1 }, $deps);
 is($st, 0, 'dev/deps again: status 0') or diag($log);
 for my $what ('deb-src for bookworm main already configured', 'packages already installed',
               'build/node/node_modules/playwright-core exists',
-              (map { "build/src/$_ exists" } qw(luajit2 nginx libnginx-mod-http-lua libnginx-mod-http-ndk)),
-              'build/luajit-gc64 is built', 'build/luajit-nogc64 is built', 'build/nginx is built') {
+              (map { "build/src/$_ exists" } qw(luajit2 luajit nginx libnginx-mod-http-lua libnginx-mod-http-ndk
+                                               luajit2-v2.1-20240314 luajit-v2.1-20260819)),
+              'build/luajit-gc64 is built', 'build/luajit-nogc64 is built', 'build/nginx is built',
+              (map { ("build/lj/$_ is built", "build/lj/$_/stripped is built") }
+                   map { ("$_-gc64", "$_-nogc64") } qw(deb-luajit or2-20240314 lj-20260819)),
+              'build/stripped/luajit-gc64 is built', 'build/stripped/luajit-nogc64 is built',
+              'the nginx service is off', 'build/debian/luajit is extracted') {
 	like($log, qr/^deps: skip: \Q$what\E$/m, "skips: $what");
 }
 unlike($log, qr/^deps: (?!skip|done)/m, 'and does nothing else');

@@ -136,8 +136,9 @@ static char *dpkg_owner(struct dw_bin *b)
 }
 
 /* The hints printed after "no debug info in ...": how to get it, and
- * where libdwfl looked for a separate debug file.  Only the first time for
- * B: a script with many macros would repeat them for every one. */
+ * where libdwfl looked for a separate debug file (and debuginfod).  Only
+ * the first time for B: a script with many macros would repeat them for
+ * every one. */
 void hint_debuginfo(struct dw_bin *b)
 {
 	if (b->hinted++)
@@ -177,6 +178,18 @@ void hint_debuginfo(struct dw_bin *b)
 		     "'%.*s/.debug/' or '/usr/lib/debug%.*s/' (with a "
 		     "matching CRC)", link, dl, b->real, dl, b->real, dl,
 		     b->real);
+	}
+	if (len > 1) {
+		/* by build-id too: libdwfl asks them itself (libdebuginfod) */
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		if (urls && *urls)
+			hint("or from the debuginfod servers in DEBUGINFOD_URLS "
+			     "('%s'), which did not answer with it (a miss is "
+			     "cached for 10 minutes: see DEBUGINFOD_CACHE_PATH)",
+			     urls);
+		else
+			hint("or from a debuginfod server: set DEBUGINFOD_URLS "
+			     "(e.g. https://debuginfod.debian.net)");
 	}
 }
 

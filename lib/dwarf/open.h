@@ -18,7 +18,9 @@ void bin_open(struct dw_bin *b);
 int bin_require(struct dw_bin *b);
 
 /* The hints printed after "no debug info in ...": how to get it, and
- * where libdwfl looked for a separate debug file.  Once per binary. */
+ * where libdwfl looked for a separate debug file: the build-id and
+ * .gnu_debuglink paths, and the debuginfod servers of DEBUGINFOD_URLS
+ * (or how to set it).  Once per binary. */
 void hint_debuginfo(struct dw_bin *b);
 
 #endif

@@ -67,6 +67,9 @@ a process gone counts as 0).
 Starts the seed nginx app (o{conf}, default t/apps/nginx.conf, on a free
 port, prefix under t/out) with o{workers}, o{nojit}, o{heavy}; returns { master, workers
 (array ref), port, prefix } once it answers.  C<nginx_stop(N)> stops it.
+The nginx is build/nginx, or with o{stock} Debian's stripped /usr/sbin/nginx
+with its ndk and lua modules loaded (Debian's C<load_module> lines before the
+config).
 
 =item C<load(PORT, URL [, CONNS])>
 
@@ -213,6 +216,12 @@ sub nginx {
 	my $file = $o{conf} // 't/apps/nginx.conf';
 	my $conf = slurp("$ROOT/$file");
 	$conf =~ s/127\.0\.0\.1:8080/127.0.0.1:$port/ or die "$file: no listen line\n";
+	$conf = join('', map { "load_module /usr/lib/nginx/modules/$_.so;\n" } qw(ndk_http_module ngx_http_lua_module))
+		. $conf if $o{stock};
+	# (its temporary files in the prefix, not in the system's /var/lib/nginx,
+	# whose owner nginx would change to the workers' user)
+	$conf =~ s/^http \{\n/"http {\n" . join('', map { "    ${_}_temp_path ${_}_temp;\n" }
+		qw(client_body proxy fastcgi uwsgi scgi))/me or die "$file: no http block\n" if $o{stock};
 	open my $fh, '>', "$prefix/nginx.conf" or die "$prefix/nginx.conf: $!";
 	print $fh $conf;
 	close $fh;
@@ -221,7 +230,7 @@ sub nginx {
 	local $ENV{LJ_NOJIT} = $o{nojit} ? 1 : undef;
 	delete $ENV{LJ_NOJIT} unless $o{nojit};
 	my $w = $o{workers} // 1;
-	spawn("$ROOT/build/nginx/sbin/nginx", '-p', $prefix, '-c', "$prefix/nginx.conf",
+	spawn($o{stock} ? '/usr/sbin/nginx' : "$ROOT/build/nginx/sbin/nginx", '-p', $prefix, '-c', "$prefix/nginx.conf",
 		'-g', "worker_processes $w;");
 	my ($master, @workers);
 	for (1 .. 100) {
@@ -236,7 +245,8 @@ sub nginx {
 
 sub nginx_stop {
 	my ($n) = @_;
-	kill 'QUIT', $n->{master} if $n->{master};
+	return unless $n->{master};
+	kill 'QUIT', $n->{master};
 	for (1 .. 50) {
 		last unless kill 0, $n->{master};
 		select(undef, undef, undef, 0.1);
