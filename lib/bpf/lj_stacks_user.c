@@ -218,9 +218,15 @@ static uint64_t from_dispatch(struct session *s, pid_t pid, uint64_t r14)
  * its g, so that no sample sees them change. */
 static void name_vm(struct session *s, pid_t pid, uint64_t g)
 {
+	struct ljb_vm_check bad;
+
 	s->vm_named = 1;
-	if (ljb_vm_name(pid, &s->ly, s->st, g))
+	if (ljb_vm_name(pid, &s->ly, s->st, g, &bad))
 		put_syms(s);
+	if (bad.n)
+		fprintf(stderr, "WARNING: lj-lua-stacks: %zu bytecode handlers named from the "
+			"dispatch table disagree with the symbols (the first: %s)\n",
+			bad.n, bad.first);
 }
 
 /* Adds new target processes to the pids map and looks for the VM of

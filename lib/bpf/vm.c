@@ -113,16 +113,28 @@ static int fde_range(const struct ljb_file *f, uint64_t addr, uint64_t *lo, uint
 	return rc;
 }
 
-/* Adds [LO, HI) named NAME where ST names nothing at LO. */
-static size_t add(struct ljb_symtab *st, uint64_t lo, uint64_t hi, const char *name)
+/* Adds [LO, HI) named NAME where ST names nothing at LO; where it does,
+ * a handler's NAME must be the symbol's (else counted in *BAD, the
+ * first in ST_BAD). */
+static size_t add(struct ljb_symtab *st, uint64_t lo, uint64_t hi, const char *name,
+		  struct ljb_vm_check *bad)
 {
-	if (lo >= hi || ljb_symtab_name(st, lo))
+	const char *sym;
+
+	if (lo >= hi)
 		return 0;
+	if ((sym = ljb_symtab_name(st, lo))) {
+		if (strcmp(name, LJB_VM_UNNAMED) != 0 && strcmp(sym, name) != 0 &&
+		    !bad->n++)
+			snprintf(bad->first, sizeof(bad->first), "%s at %s", name, sym);
+		return 0;
+	}
 	ljb_symtab_add(st, lo, hi, name);
 	return 1;
 }
 
-size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g)
+size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g,
+		   struct ljb_vm_check *bad)
 {
 	uint64_t at[LJB_MAX_BC] = {0}, lo, hi;
 	struct disp t;
@@ -132,6 +144,7 @@ size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st
 	size_t n = 0;
 	char name[48];
 
+	memset(bad, 0, sizeof(*bad));
 	if (read_disp(pid, ly, g, &t) < 0 || !(f = ljb_symtab_file(st, t.s[0])) ||
 	    forl < 0 || iterl < 0 || loop < 0 || itern < 0 || funcv < 0)
 		return 0;
@@ -164,19 +177,21 @@ size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st
 		last = at[i];
 	}
 	if (lo < t.s[0])
-		n += add(st, lo, t.s[0], LJB_VM_UNNAMED);
+		n += add(st, lo, t.s[0], LJB_VM_UNNAMED, bad);
 	for (long i = 0; i < ly->bc_max; i++) {
 		long j, known = 1;
-		if (!at[i] || (i && at[i - 1] == at[i]))
-			continue;	/* unknown, or an alias of the opcode before */
-		for (j = i + 1; j < ly->bc_max && (!at[j] || at[j] == at[i]); j++)
-			if (!at[j])
-				known = 0;
+		if (!at[i])
+			continue;
+		for (j = i + 1; j < ly->bc_max && !at[j]; j++)
+			known = 0;
+		if (j < ly->bc_max && at[j] == at[i])
+			continue;	/* an empty handler (FUNCV): the symbol of
+					   the code there is the next one's */
 		uint64_t end = j < ly->bc_max ? at[j] : hi;
 		if (j == ly->bc_max)
 			known = 0;	/* the last handler: the subroutines follow */
 		snprintf(name, sizeof(name), "lj_BC_%s", ly->bc_name[i]);
-		n += add(st, at[i], end, known ? name : LJB_VM_UNNAMED);
+		n += add(st, at[i], end, known ? name : LJB_VM_UNNAMED, bad);
 	}
 	return n;
 }

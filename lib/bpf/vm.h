@@ -35,16 +35,24 @@
 int ljb_vm_check_G(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st,
 		   uint64_t g);
 
+/* Handlers whose name disagrees with the target's symbol there. */
+struct ljb_vm_check {
+	size_t n;
+	char first[128];	/* "NAME at SYMBOL" of the first */
+};
+
 /*
  * ljb_vm_name - adds to ST the ranges of the bytecode handlers of the VM
  * whose global_State is G ("lj_BC_<NAME>"), and the rest of the VM's
  * code (LJB_VM_UNNAMED), where ST has no symbols: nothing on a target
- * with its symbols.  A handler whose start the tables do not give (the
+ * with its symbols, where each name is checked against the symbol
+ * instead (*BAD).  A handler whose start the tables do not give (the
  * hot-counting ones while the JIT is off, the call ones under call hooks)
  * joins the range before it, which is then LJB_VM_UNNAMED.  Returns the
  * number of ranges added.
  */
-size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g);
+size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g,
+		   struct ljb_vm_check *bad);
 
 /*
  * ljb_bc_modes - reads lj_bc_mode[] (ly->bc_max entries) into

@@ -48,7 +48,7 @@ Whether FRAMES holds the frames SEQ consecutively (innermost first).
 
 The assertions on the seed app (t/apps/test.lua) in P.  o: C<app> (the
 path of test.lua), C<root> (array ref of the outermost frames every stack
-ends with), C<mode> (C<jit>, C<nojit>, C<ffi> (in the VM: sqrt a large
+ends with: names, or patterns (qr//) for frames without a symbol), C<mode> (C<jit>, C<nojit>, C<ffi> (in the VM: sqrt a large
 share of the time), C<ffi-native> (natively: sqrt a small share, but the
 native leaf on a trace); any other mode dies), C<lines> (0 or 1), C<claim>
 (the points within which foo's share of the foo + bar samples is 2/3, the
@@ -249,7 +249,11 @@ sub check_seed {
 	}
 	my @root = @{ $o{root} };
 	my $unrooted = count_with($p, sub {
-		@_ >= @root && join("\n", @_[-@root .. -1]) eq join("\n", @root) ? 0 : 1 });
+		my @tail = @_ >= @root ? @_[-@root .. -1] : return 1;
+		for my $i (0 .. $#root) {
+			return 1 unless ref $root[$i] ? $tail[$i] =~ $root[$i] : $tail[$i] eq $root[$i];
+		}
+		return 0 });
 	Test::More::is($unrooted, 0, "$name: every stack rooted at " . join(' <- ', reverse @root))
 		or Test::More::diag(dump_stacks($p, 8));
 	my (@foo, @bar);
