@@ -56,15 +56,6 @@ sub sample {
 	return ($p, $used);
 }
 
-# The leaves that hold at least 5% of the samples (nojit: lj_BC_ADDVV and
-# lj_BC_IFORL, 30 to 65% each).
-sub top_leaves {
-	my ($p) = @_;
-	my %n;
-	$n{ $_->{frames}[0] } += $_->{count} for @{ $p->{stacks} };
-	return [sort grep { $n{$_} >= 0.05 * $p->{total} } keys %n];
-}
-
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
 	# without symbols (issue 21): its VM found from the samples' DISPATCH
@@ -84,8 +75,9 @@ for my $b (qw(gc64 nogc64)) {
 		LjStacks::check_seed("$name stripped", $q, app => $app, root => ['run.lua', qr/^C:0x[0-9a-f]+$/],
 			mode => $mode, lines => 0, claim => $CLAIM);
 		Bpf::check_accounted("$name stripped", $q, 1);
-		is_deeply top_leaves($q), top_leaves($p), "$name stripped: the main leaves named as with symbols"
-			if $mode eq 'nojit';
+		# (nojit: lj_BC_ADDVV and lj_BC_IFORL, 30 to 65% each)
+		is_deeply LjStacks::top_leaves($q, 0.05), LjStacks::top_leaves($p, 0.05),
+			"$name stripped: the main leaves named as with symbols" if $mode eq 'nojit';
 	}
 	my ($p) = sample("$b lines", [$lj, $run, 3600, 'jit', 'plain', $NJIT], LjStacks::seed_samples($CLAIM_LINES), 'lines=1');
 	LjStacks::check_seed("$b lines=1", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 1,

@@ -62,13 +62,13 @@ did.
 The CPU time (seconds) the processes PIDS have used (/proc/PID/schedstat;
 a process gone counts as 0).
 
-=item C<stripped(PATH)>
+=item C<stripped(PATH [, NAME])>
 
 A copy of the binary PATH without its symbol table (C<strip --strip-all
 --keep-section=.debug_*>): only the exported C<.dynsym> remains, as in a
 stripped binary, while the DWARF still gives the layouts.  Made once per
-test file in t/out; dies unless C<readelf> shows C<.dynsym> and no
-C<.symtab>.
+test file in t/out, named NAME (a library's soname) or after PATH; dies
+unless C<readelf> shows C<.dynsym> and no C<.symtab>.
 
 =item C<check_accounted(NAME, PARSED, NOVM)>
 
@@ -227,11 +227,13 @@ my $stripped_dir;
 END { File::Path::remove_tree($stripped_dir) if $stripped_dir }
 
 sub stripped {
-	my ($path) = @_;
+	my ($path, $name) = @_;
 	my $dir = $stripped_dir = "$ROOT/t/out/stripped.$$";
 	make_path($dir);
-	(my $name = $path) =~ s{^\Q$ROOT\E/}{};
-	$name =~ s{/}{_}g;
+	if (!defined $name) {
+		($name = $path) =~ s{^\Q$ROOT\E/}{};
+		$name =~ s{/}{_}g;
+	}
 	my $copy = "$dir/$name";
 	return $copy if -x $copy;
 	system('strip', '--strip-all', '--keep-section=.debug_*', '-o', $copy, $path) == 0

@@ -76,6 +76,12 @@ printed, fewer samples in them than the samples with a Lua stack (the
 third hot stack is beyond the limit: at least 10% of them), and every
 chunk of their frames (there must be some) named by its full path.
 
+=item C<top_leaves(P, SHARE)>
+
+The leaf frames (innermost) that hold at least SHARE (a fraction) of P's
+samples, sorted: what a build without symbols must name as the debug
+build does.
+
 =back
 
 =cut
@@ -399,6 +405,13 @@ sub check_limit {
 	my @rel = grep { !m{^(?:trace#\d+:)?/\S+\.lua} } @chunks;
 	Test::More::ok(@chunks > 0, "$name fullpath=1: chunks to check (" . scalar(@chunks) . ' frames)');
 	Test::More::is_deeply(\@rel, [], "$name fullpath=1: every chunk is a full path") or Test::More::diag(dump_stacks($p, 5));
+}
+
+sub top_leaves {
+	my ($p, $share) = @_;
+	my %n;
+	$n{ $_->{frames}[0] } += $_->{count} for @{ $p->{stacks} };
+	return [sort grep { $n{$_} >= $share * $p->{total} } keys %n];
 }
 
 sub dump_stacks {
