@@ -51,6 +51,8 @@ struct session {
 	int vm_named;		/* the VM's code was named from a dispatch table */
 	uint64_t *bad_g;	/* r14 candidates that failed the checks */
 	size_t nbad_g;
+	struct scan { pid_t pid; double next; } *scans;	/* ljb_vm_scan's */
+	size_t nscans;
 };
 
 static volatile sig_atomic_t stop;
@@ -229,6 +231,34 @@ static void name_vm(struct session *s, pid_t pid, uint64_t g)
 			bad.n, bad.first);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The global_State of PID found in its memory, when its samples gave
+ * none: a second after it was first looked for, then every 5 s. */
+static uint64_t from_scan(struct session *s, pid_t pid)
+{
+	double t = now();
+	size_t i;
+
+	for (i = 0; i < s->nscans && s->scans[i].pid != pid; i++)
+		;
+	if (i == s->nscans) {
+		s->scans = xrealloc(s->scans, (s->nscans + 1) * sizeof(*s->scans));
+		s->scans[s->nscans++] = (struct scan){ pid, t + 1 };
+		return 0;
+	}
+	if (t < s->scans[i].next)
+		return 0;
+	s->scans[i].next = t + 5;
+	return ljb_vm_scan(pid, &s->ly, s->st);
+}
+
 /* Adds new target processes to the pids map and looks for the VM of
  * those that have none yet. */
 static void refresh(struct session *s)
@@ -248,6 +278,8 @@ static void refresh(struct session *s)
 		g = ljb_find_G(p[i], &s->ly, s->st);
 		if (!g && have)
 			g = from_dispatch(s, p[i], v.r14);
+		if (!g && have)
+			g = from_scan(s, p[i]);
 		if (have && !g)
 			continue;
 		if (g && !s->vm_named)
@@ -277,14 +309,6 @@ static int alive(const struct ljb_opts *o)
 		st = 'Z';
 	fclose(f);
 	return st != 'Z' && st != 'X';
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Opens a cpu-clock perf event per CPU and attaches the program. */
@@ -565,6 +589,7 @@ out:
 	free(s.tindex);
 	free(s.ids);
 	free(s.bad_g);
+	free(s.scans);
 	buf_free(&libbpf_log);
 	return rc;
 }

@@ -83,6 +83,57 @@ int ljb_vm_check_G(pid_t pid, const struct ljb_layout *ly, const struct ljb_symt
 	return 1;
 }
 
+/* Whether the words W[I..I+2] could start a dispatch table: increasing
+ * addresses in one file's code, close together (handlers), and W[I-1]
+ * not one before them in the same run. */
+static int table_start(const struct ljb_symtab *st, const uint64_t *w, size_t i, size_t n)
+{
+	const struct ljb_file *f;
+
+	if (i + 2 >= n || !(f = ljb_symtab_file(st, w[i])))
+		return 0;
+	if (w[i + 1] <= w[i] || w[i + 2] <= w[i + 1] || w[i + 2] >= f->hi ||
+	    w[i + 2] - w[i] > 4096)
+		return 0;
+	return i == 0 || w[i - 1] < f->lo || w[i - 1] >= w[i];
+}
+
+uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st)
+{
+	char path[64], line[4096], perm[8], file[4096];
+	enum { CHUNK = 1 << 20 };
+	uint64_t *w = xmalloc(CHUNK), g = 0, budget = 256ULL << 20;
+	FILE *f;
+
+	if (!ly->bc_max)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		goto out;
+	while (!g && budget && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+		file[0] = 0;
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %4095[^\n]", &lo, &hi, perm, file) < 3 ||
+		    strncmp(perm, "rw", 2) != 0 || (file[0] && strcmp(file, "[heap]") != 0))
+			continue;
+		/* chunks overlap by two words: a table start on a border */
+		for (uint64_t a = lo; !g && a < hi && budget; a += CHUNK - 16) {
+			size_t len = hi - a < CHUNK ? hi - a : CHUNK;
+			if (ljb_read(pid, a, w, len) < 0)
+				break;
+			budget = budget > len ? budget - len : 0;
+			for (size_t i = 0; !g && i < len / 8; i++)
+				if (table_start(st, w, i, len / 8) &&
+				    ljb_vm_check_G(pid, ly, st, a + 8 * i - ly->gg_g2disp))
+					g = a + 8 * i - ly->gg_g2disp;
+		}
+	}
+	fclose(f);
+out:
+	free(w);
+	return g;
+}
+
 /* The .eh_frame entry of the file F holding ADDR: LuaJIT's VM has one
  * for all its code but lj_vm_ffi_call (buildvm).  0, or -1. */
 static int fde_range(const struct ljb_file *f, uint64_t addr, uint64_t *lo, uint64_t *hi)

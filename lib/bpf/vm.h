@@ -42,6 +42,15 @@ struct ljb_vm_check {
 };
 
 /*
+ * ljb_vm_scan - the global_State of PID's VM found by its dispatch table
+ * in the anonymous writable memory (at most 256 MB read), where the
+ * samples' DISPATCH register gave none: a process that never leaves JIT
+ * code without GC64, whose traces use r14 for anything.  Each candidate
+ * passes ljb_vm_check_G().  0 when none.
+ */
+uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st);
+
+/*
  * ljb_vm_name - adds to ST the ranges of the bytecode handlers of the VM
  * whose global_State is G ("lj_BC_<NAME>"), and the rest of the VM's
  * code (LJB_VM_UNNAMED), where ST has no symbols: nothing on a target
