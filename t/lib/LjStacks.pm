@@ -323,7 +323,8 @@ sub check_seed {
 		my $sqrt = count_with($p, sub { $_[0] eq 'C:sqrt' && ($_[1] // '') =~ /^trace#\d+:test\.lua:\d+$/ });
 		my $other = count_with($p, sub { $_[0] =~ /^C:/ && $_[0] ne 'C:sqrt' });
 		Test::More::ok($sqrt > 0 && $sqrt > $other,
-			"$name: C:sqrt leaves on a trace frame ($sqrt; other native leaves $other)");
+			"$name: C:sqrt leaves on a trace frame ($sqrt; other native leaves $other)")
+			or Test::More::diag(dump_stacks($p, 12));
 	}
 	return ($pf, $n);
 }
