@@ -3,7 +3,8 @@
 # lj-lua-stacks --runtime=bpf on this host's kernel (no VM) against the
 # luajit CLI, GC64 and non-GC64 debug builds: the seed app (t/apps/run.lua)
 # with the JIT on, off, with FFI calls and with lines=1 (the assertions of
-# t/40, foo's share within 2 points); frame shapes of t/apps/edge.lua
+# t/40, foo's share within 2 points), the first three on copies without
+# the symbol table too (the same assertions); frame shapes of t/apps/edge.lua
 # (coroutines continued into their resumer after a [resume] frame, pcall,
 # tail calls, varargs, metamethods, recursion cut at depth with a
 # [truncated] root frame); the options nojit, nointerp, fullpath, limit and
@@ -57,12 +58,26 @@ sub sample {
 
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
+	# without symbols (issue 21): its VM found from the samples' DISPATCH
+	# register, the interpreter's PCs named from the dispatch table, the
+	# main C function (pmain) an address
+	my $bare = Bpf::stripped($lj);
 	for my $c (['jit', 'jit', 'plain', $NJIT], ['nojit', 'nojit', 'plain', $N], ['ffi-native', 'jit', 'ffi', $N]) {
 		my ($mode, @work) = @$c;
 		(my $name = "$b $mode") =~ s/-native//;
 		my ($p) = sample($name, [$lj, $run, 3600, @work], LjStacks::seed_samples($CLAIM));
 		my ($f, $n) = LjStacks::check_seed($name, $p, app => $app, root => ['run.lua', 'C:pmain'], mode => $mode,
 			lines => 0, claim => $CLAIM);
+		Bpf::check_accounted($name, $p);
+		is_deeply [grep { /disagree with the symbols/ } @{ $p->{warnings} // [] }], [],
+			"$name: the handlers named from the dispatch table are the symbols";
+		my ($q) = sample("$name stripped", [$bare, $run, 3600, @work], LjStacks::seed_samples($CLAIM));
+		LjStacks::check_seed("$name stripped", $q, app => $app, root => ['run.lua', qr/^C:0x[0-9a-f]+$/],
+			mode => $mode, lines => 0, claim => $CLAIM);
+		Bpf::check_accounted("$name stripped", $q, 1);
+		# (nojit: lj_BC_ADDVV and lj_BC_IFORL, 30 to 65% each)
+		is_deeply LjStacks::top_leaves($q, 0.05), LjStacks::top_leaves($p, 0.05),
+			"$name stripped: the main leaves named as with symbols" if $mode eq 'nojit';
 	}
 	my ($p) = sample("$b lines", [$lj, $run, 3600, 'jit', 'plain', $NJIT], LjStacks::seed_samples($CLAIM_LINES), 'lines=1');
 	LjStacks::check_seed("$b lines=1", $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 1,

@@ -4,6 +4,7 @@
 #include "base/error.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 struct off { const char *type, *member; long long *out; };
@@ -29,6 +30,62 @@ static int enums(struct dw_set *dw, const struct en *e, size_t n)
 }
 
 #define N(a) (sizeof(a) / sizeof(*(a)))
+
+/* LuaJIT 2.1's bytecodes (lj_bc.h, BCDEF): only the names; their values,
+ * and that they are all of BCOp, come from the layouts. */
+static const char *const bc_names[] = {
+	"ISLT", "ISGE", "ISLE", "ISGT", "ISEQV", "ISNEV", "ISEQS", "ISNES",
+	"ISEQN", "ISNEN", "ISEQP", "ISNEP", "ISTC", "ISFC", "IST", "ISF",
+	"ISTYPE", "ISNUM", "MOV", "NOT", "UNM", "LEN", "ADDVN", "SUBVN",
+	"MULVN", "DIVVN", "MODVN", "ADDNV", "SUBNV", "MULNV", "DIVNV", "MODNV",
+	"ADDVV", "SUBVV", "MULVV", "DIVVV", "MODVV", "POW", "CAT", "KSTR",
+	"KCDATA", "KSHORT", "KNUM", "KPRI", "KNIL", "UGET", "USETV", "USETS",
+	"USETN", "USETP", "UCLO", "FNEW", "TNEW", "TDUP", "GGET", "GSET",
+	"TGETV", "TGETS", "TGETB", "TGETR", "TSETV", "TSETS", "TSETB", "TSETM",
+	"TSETR", "CALLM", "CALL", "CALLMT", "CALLT", "ITERC", "ITERN", "VARG",
+	"ISNEXT", "RETM", "RET", "RET0", "RET1", "FORI", "JFORI", "FORL",
+	"IFORL", "JFORL", "ITERL", "IITERL", "JITERL", "LOOP", "ILOOP", "JLOOP",
+	"JMP", "FUNCF", "IFUNCF", "JFUNCF", "FUNCV", "IFUNCV", "JFUNCV", "FUNCC",
+	"FUNCCW",
+};
+
+/* The bytecode names by value, and what finding the VM without symbols
+ * needs (lib/bpf/vm.c).  A LuaJIT whose BCOp is not exactly bc_names
+ * gets no names (ly->bc_max 0): its interpreter PCs stay unnamed without
+ * symbols, never misnamed.  0, or -1 after error(). */
+static int vm_layout(struct dw_set *dw, struct ljb_layout *ly)
+{
+	long long disp, bcff, g, v;
+	char name[32];
+
+	const struct off o[] = {
+		{ "global_State", "mainthref", &ly->G_mainthref },
+		{ "GG_State", "dispatch", &disp }, { "GG_State", "bcff", &bcff },
+		{ "GG_State", "g", &g },
+	};
+	if (offsets(dw, o, N(o)) < 0 || dw_enum(dw, "BC__MAX", NULL, &ly->bc_max) < 0)
+		return -1;
+	ly->gg_g2disp = disp - g;
+	ly->gg_ndisp = (bcff - disp) / 8;
+	ly->k.g2disp = ly->gg_g2disp;
+	ly->k.G_mainthref = ly->G_mainthref;
+	if (ly->bc_max != (long long)N(bc_names)) {
+		ly->bc_max = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < N(bc_names); i++) {
+		snprintf(name, sizeof(name), "BC_%s", bc_names[i]);
+		if (dw_enum(dw, name, NULL, &v) < 0)
+			return -1;
+		if (v < 0 || v >= ly->bc_max || ly->bc_name[v]) {
+			memset(ly->bc_name, 0, sizeof(ly->bc_name));
+			ly->bc_max = 0;
+			return 0;
+		}
+		ly->bc_name[v] = bc_names[i];
+	}
+	return 0;
+}
 
 /* The ngx_lua fields that find the coroutine that resumed another (the
  * kernel's ngx_parent): with OpenResty's LuaJIT (lua_State exdata2)
@@ -127,7 +184,7 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 		{ "VARNAME_FOR_STEP", &ly->vn_for[2] }, { "VARNAME_FOR_GEN", &ly->vn_for[3] },
 		{ "VARNAME_FOR_STATE", &ly->vn_for[4] }, { "VARNAME_FOR_CTL", &ly->vn_for[5] },
 	};
-	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0)
+	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0 || vm_layout(dw, ly) < 0)
 		return -1;
 	if (!fr2 && (dw_offsetof(dw, "TValue", "fr.func", NULL, &fr_func) < 0 ||
 		     dw_offsetof(dw, "TValue", "fr.tp", NULL, &fr_tp) < 0))

@@ -13,6 +13,10 @@
 #include "bpf/lj_stacks.h"
 #include "dwarf/dwarf.h"
 
+#include <stdint.h>
+
+#define LJB_MAX_BC 256	/* bytecode opcodes: 8 bits */
+
 /* User-space layouts (offsets and enumerators, as long long). */
 struct ljb_layout {
 	struct ljb_cfg k;	/* the kernel side's share */
@@ -28,7 +32,12 @@ struct ljb_layout {
 		  bc_ret, bc_retm, bc_ret0, bc_ret1;
 	long long bcm_base, bcm_dst, mm_call, mm_max, gcroot_mmname;
 	long long vn_end, vn_max, vn_for[6];
-	unsigned long long bcmode;	/* run-time address of lj_bc_mode */
+	/* finding the VM without symbols (lib/bpf/vm.c) */
+	long long G_mainthref, gg_g2disp, gg_ndisp, bc_max;
+	const char *bc_name[LJB_MAX_BC];	/* BCOp by value, without "BC_" */
+	/* lj_bc_mode[] (ljb_bc_modes in lib/bpf/vm.c), has_bc_mode when read */
+	uint16_t bc_mode[LJB_MAX_BC];
+	int has_bc_mode;
 	/* nginx: finding the main lua_State */
 	long long cycle_conf_ctx, mod_index, mod_ctx_index, ctx_main_conf,
 		  lmcf_lua, ngx_uint;

@@ -11,7 +11,9 @@
  * it) into a stack id.  Samples are counted per id in the stacks map; a
  * new id's raw frames go to user space through the ring buffer, which
  * names them while the prototypes are alive.  Every layout comes from
- * cfg, filled from the target's DWARF before loading.
+ * cfg, filled from the target's DWARF before loading.  Until user space
+ * knows a process's VM (g), its samples are counted and leave r14, a
+ * candidate for the interpreter's DISPATCH register.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -22,11 +24,12 @@ char LICENSE[] SEC("license") = "GPL";
 /* x86-64 user registers (struct pt_regs); CO-RE relocates the fields
  * against the running kernel's BTF. */
 struct pt_regs {
-	unsigned long bx, dx, ip;
+	unsigned long bx, dx, ip, r14;
 } __attribute__((preserve_access_index));
 
 const volatile struct ljb_cfg cfg;
 __u32 nsyms;	/* entries in syms, set before sampling starts */
+__u32 nfiles;	/* entries in files */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -48,6 +51,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ljb_sym);
 } syms SEC(".maps");
+
+/* The target's executable file mappings: a PC there without a symbol is
+ * native code all the same (a stripped binary's internal function). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LJB_MAX_FILES);
+	__type(key, __u32);
+	__type(value, struct ljb_sym);
+} files SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -209,6 +221,35 @@ static __always_inline __u32 sym_find(__u64 pc, __u64 *start, int *vm)
 	*start = s->start;
 	*vm = (s->end & LJB_SYM_VM) != 0;
 	return k + 1;
+}
+
+struct filesearch {
+	__u64 pc;
+	int found;
+};
+
+static long file_step(__u64 i, void *ctx)
+{
+	struct filesearch *q = ctx;
+	__u32 k = i;
+	struct ljb_sym *s;
+
+	if (k >= nfiles || !(s = bpf_map_lookup_elem(&files, &k)))
+		return 1;
+	if (q->pc >= s->start && q->pc < s->end) {
+		q->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether pc lies in an executable file mapping. */
+static __always_inline int in_file(__u64 pc)
+{
+	struct filesearch q = { pc, 0 };
+
+	bpf_loop(LJB_MAX_FILES, file_step, &q, 0);
+	return q.found;
 }
 
 /* The thread that resumed coroutine L through coroutine.resume or a
@@ -476,11 +517,20 @@ int lj_sample(void *ctx)
 	if (!w)
 		goto out;
 	g = proc->g;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!g) {
+		/* r14 is DISPATCH while the interpreter runs, else anything:
+		   a value whose G's main thread has G as its global state is
+		   kept for user space, which checks more before it trusts it */
+		if (regs && cfg.g2disp) {
+			__u64 cand = regs->r14 - cfg.g2disp, mL;
+			mL = rdref(cand + cfg.G_mainthref, &f);
+			if (!f && mL && rdref(mL + cfg.L_glref, &f) == cand && !f)
+				proc->r14 = regs->r14;
+		}
 		count(LJB_N_NOVM, 1);
 		goto out;
 	}
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs)
 		goto skip_base;
 	L = rdref(g + cfg.G_cur_L, &f);
@@ -522,7 +572,7 @@ int lj_sample(void *ctx)
 	}
 	if (pc) {
 		if (!sym_find(pc, &leaf, &vm))
-			nosym = 1;
+			nosym = !in_file(pc);	/* e.g. machine code of a trace exit */
 		w->h = MIX(w->h, leaf);
 	}
 	if (vmstate == cfg.vmst_interp && nosym) {

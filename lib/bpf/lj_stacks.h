@@ -15,6 +15,7 @@
 #define LJB_MAX_ITER 2000	/* frames visited per sample (the tapset's MAX_SCAN) */
 #define LJB_MAX_SYMS 65536	/* native code symbols (sorted ranges) */
 #define LJB_SYM_VM (1ULL << 63)	/* in end: a symbol of LuaJIT's assembler VM */
+#define LJB_MAX_FILES 64	/* executable file mappings (files map) */
 
 /* Offsets and constants, all from the target's DWARF (see lib/bpf/layout.c). */
 struct ljb_cfg {
@@ -37,6 +38,10 @@ struct ljb_cfg {
 	__u32 ngx, L_exdata2, L_status;
 	__u32 co_co, co_parent, co_ref;	/* ngx_http_lua_co_ctx_t */
 	__u64 ngx_resume, ngx_wrap_runner, ngx_spawn;	/* run-time addresses */
+	/* finding G from DISPATCH (r14): GG_State's dispatch - g, and
+	   global_State mainthref */
+	__s64 g2disp;
+	__u32 G_mainthref;
 };
 
 /* How a raw frame's pc field gives the bytecode position it executes. */
@@ -77,6 +82,10 @@ struct ljb_sym {
 struct ljb_proc {
 	__u64 g;		/* its global_State, 0 until found */
 	__u64 samples;
+	__u64 r14;		/* before g is found: the last r14 (the
+				   interpreter's DISPATCH) whose G's main
+				   thread points back at G, a candidate that
+				   user space checks (lib/bpf/vm.c) */
 };
 
 /* Statistics counters (per-CPU array). */

@@ -6,6 +6,7 @@
 #include "base/wrapper.h"
 #include "bpf/layout.h"
 #include "bpf/symbolize.h"
+#include "bpf/vm.h"
 #include "target/proc.h"
 
 #include "bpf/lj_stacks.skel.h"
@@ -47,6 +48,11 @@ struct session {
 	long *tindex;		/* texts by hash: index + 1, 0 empty */
 	size_t tindex_cap;	/* a power of two, > 2 * ntexts */
 	unsigned long long unnamed;	/* stacks whose memory was gone */
+	int vm_named;		/* the VM's code was named from a dispatch table */
+	uint64_t *bad_g;	/* r14 candidates that failed the checks */
+	size_t nbad_g;
+	struct scan { pid_t pid; double next; } *scans;	/* ljb_vm_scan's */
+	size_t nscans;
 };
 
 static volatile sig_atomic_t stop;
@@ -160,6 +166,99 @@ static size_t targets(const struct ljb_opts *o, pid_t **out)
 	return n;
 }
 
+/* Gives the kernel the symbol ranges. */
+static void put_syms(struct session *s)
+{
+	size_t nsyms;
+	const struct ljb_sym *r = ljb_symtab_ranges(s->st, &nsyms);
+	int fd = bpf_map__fd(s->skel->maps.syms);
+
+	for (__u32 i = 0; i < nsyms; i++)
+		bpf_map_update_elem(fd, &i, &r[i], BPF_ANY);
+	s->skel->bss->nsyms = nsyms;
+}
+
+/* Gives the kernel the executable file mappings. */
+static void put_files(struct session *s)
+{
+	size_t n;
+	const struct ljb_file *f = ljb_symtab_files(s->st, &n);
+	int fd = bpf_map__fd(s->skel->maps.files);
+
+	if (n > LJB_MAX_FILES)
+		n = LJB_MAX_FILES;
+	for (__u32 i = 0; i < n; i++) {
+		struct ljb_sym r = { f[i].lo, f[i].hi };
+		bpf_map_update_elem(fd, &i, &r, BPF_ANY);
+	}
+	s->skel->bss->nfiles = n;
+}
+
+/* The global_State whose dispatch table R14 points at (a sample's
+ * DISPATCH register), if it passes the checks on the live process; 0
+ * otherwise (a candidate that failed is not checked again). */
+static uint64_t from_dispatch(struct session *s, pid_t pid, uint64_t r14)
+{
+	uint64_t g = r14 - s->ly.gg_g2disp;
+
+	if (!r14 || !s->ly.bc_max)
+		return 0;
+	for (size_t i = 0; i < s->nbad_g; i++)
+		if (s->bad_g[i] == r14)
+			return 0;
+	if (ljb_vm_check_G(pid, &s->ly, s->st, g))
+		return g;
+	if (s->nbad_g < 4096) {
+		s->bad_g = xrealloc(s->bad_g, (s->nbad_g + 1) * sizeof(*s->bad_g));
+		s->bad_g[s->nbad_g++] = r14;
+	}
+	return 0;
+}
+
+/* Names the VM's code from G's dispatch table where the target has no
+ * symbols, and gives the kernel the new ranges: before any process has
+ * its g, so that no sample sees them change. */
+static void name_vm(struct session *s, pid_t pid, uint64_t g)
+{
+	struct ljb_vm_check bad;
+
+	s->vm_named = 1;
+	if (ljb_vm_name(pid, &s->ly, s->st, g, &bad))
+		put_syms(s);
+	if (bad.n)
+		fprintf(stderr, "WARNING: lj-lua-stacks: %zu bytecode handlers named from the "
+			"dispatch table disagree with the symbols (the first: %s)\n",
+			bad.n, bad.first);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The global_State of PID found in its memory, when its samples gave
+ * none: a second after it was first looked for, then every 5 s. */
+static uint64_t from_scan(struct session *s, pid_t pid)
+{
+	double t = now();
+	size_t i;
+
+	for (i = 0; i < s->nscans && s->scans[i].pid != pid; i++)
+		;
+	if (i == s->nscans) {
+		s->scans = xrealloc(s->scans, (s->nscans + 1) * sizeof(*s->scans));
+		s->scans[s->nscans++] = (struct scan){ pid, t + 1 };
+		return 0;
+	}
+	if (t < s->scans[i].next)
+		return 0;
+	s->scans[i].next = t + 5;
+	return ljb_vm_scan(pid, &s->ly, s->st);
+}
+
 /* Adds new target processes to the pids map and looks for the VM of
  * those that have none yet. */
 static void refresh(struct session *s)
@@ -177,10 +276,18 @@ static void refresh(struct session *s)
 		if (have && v.g)
 			continue;
 		g = ljb_find_G(p[i], &s->ly, s->st);
+		if (!g && have)
+			g = from_dispatch(s, p[i], v.r14);
+		if (!g && have)
+			g = from_scan(s, p[i]);
 		if (have && !g)
 			continue;
-		/* (samples the kernel counts meanwhile may be lost: a few, before
-		   the VM was found) */
+		if (g && !s->vm_named)
+			name_vm(s, p[i], g);
+		/* (the kernel counts the samples before: "before the VM was
+		   found") */
+		if (!have || bpf_map_lookup_elem(fd, &k, &v) < 0)
+			v = (struct ljb_proc){0};	/* (again: the kernel counts) */
 		v.g = g;
 		bpf_map_update_elem(fd, &k, &v, BPF_ANY);
 	}
@@ -202,14 +309,6 @@ static int alive(const struct ljb_opts *o)
 		st = 'Z';
 	fclose(f);
 	return st != 'Z' && st != 'X';
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Opens a cpu-clock perf event per CPU and attaches the program. */
@@ -361,10 +460,6 @@ static void report(struct session *s)
 /* Loads the program with the layouts and symbols; 0 or -1 after error(). */
 static int load(struct session *s)
 {
-	size_t nsyms;
-	const struct ljb_sym *r;
-	int fd;
-
 	libbpf_set_print(libbpf_print);
 	s->skel = lj_stacks__open();
 	if (!s->skel)
@@ -386,11 +481,8 @@ static int load(struct session *s)
 		     "later with CONFIG_DEBUG_INFO_BTF); use the SystemTap backend otherwise");
 		return -1;
 	}
-	r = ljb_symtab_ranges(s->st, &nsyms);
-	fd = bpf_map__fd(s->skel->maps.syms);
-	for (__u32 i = 0; i < nsyms; i++)
-		bpf_map_update_elem(fd, &i, &r[i], BPF_ANY);
-	s->skel->bss->nsyms = nsyms;
+	put_syms(s);
+	put_files(s);
 	return 0;
 }
 
@@ -421,10 +513,15 @@ int ljb_run(const struct ljb_opts *o, struct dw_set *dw)
 		return EXIT_FAIL;
 	}
 	s.st = ljb_symtab_load(p[0]);
-	free(p);
-	if (!s.st)
+	if (!s.st) {
+		free(p);
 		return EXIT_FAIL;
-	s.ly.bcmode = ljb_symtab_addr(s.st, "lj_bc_mode");
+	}
+	if (ljb_bc_modes(p[0], s.st, &s.ly) < 0)
+		fprintf(stderr, "WARNING: lj-lua-stacks: no lj_bc_mode in '%s' (no symbol, "
+			"no DWARF): Lua functions are named by their first line, not as "
+			"their callers call them\n", o->exec ? o->exec : "?");
+	free(p);
 	if (s.ly.k.ngx) {
 		/* ngx_lua's C functions that resume a coroutine (kernel's
 		   ngx_parent): without all of them, no ngx parents */
@@ -433,6 +530,11 @@ int ljb_run(const struct ljb_opts *o, struct dw_set *dw)
 		k->ngx_wrap_runner = ljb_symtab_addr(s.st, "ngx_http_lua_coroutine_wrap_runner");
 		k->ngx_spawn = ljb_symtab_addr(s.st, "ngx_http_lua_uthread_spawn");
 		k->ngx = k->ngx_resume && k->ngx_wrap_runner && k->ngx_spawn;
+		if (!k->ngx)
+			fprintf(stderr, "WARNING: lj-lua-stacks: no symbols of ngx_lua's "
+				"coroutine functions (a stripped nginx): the stacks of "
+				"coroutines that ngx_lua resumes end at the coroutine, "
+				"without [resume] and their parent's frames\n");
 	}
 	s.nids_cap = 1;
 	while (s.nids_cap < 4 * (size_t)o->maxstacks)
@@ -486,6 +588,8 @@ out:
 	free(s.texts);
 	free(s.tindex);
 	free(s.ids);
+	free(s.bad_g);
+	free(s.scans);
 	buf_free(&libbpf_log);
 	return rc;
 }

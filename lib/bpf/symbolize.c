@@ -27,6 +27,8 @@ struct ljb_symtab {
 	size_t nd;
 	struct ljb_sym *r;	/* the kernel's ranges */
 	struct strv names;
+	struct ljb_file *files;	/* the executable file mappings */
+	size_t nfiles;
 };
 
 /* The symbol names of LuaJIT's assembler VM (buildvm), as the tapset's
@@ -60,9 +62,10 @@ static int by_start(const void *a, const void *b)
 	return x->rank - y->rank;
 }
 
-/* Adds the symbols of PATH, whose executable mapping at START has file
- * offset OFF.  Unreadable files are skipped (their code has no names). */
-static void add_file(struct ljb_symtab *st, const char *path, uint64_t start, uint64_t off)
+/* Adds the symbols of PATH, whose executable mapping [START, END) has
+ * file offset OFF.  Unreadable files are skipped (their code has no names). */
+static void add_file(struct ljb_symtab *st, const char *path, uint64_t start, uint64_t end,
+		     uint64_t off)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf *e;
@@ -89,6 +92,10 @@ static void add_file(struct ljb_symtab *st, const char *path, uint64_t start, ui
 	}
 	if (!found)
 		goto out;
+	st->files = xrealloc(st->files, (st->nfiles + 1) * sizeof(*st->files));
+	strv_add(&st->names, path);
+	st->files[st->nfiles++] = (struct ljb_file){ st->names.v[st->names.n - 1], start, end,
+						     (uint64_t)bias };
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
@@ -133,13 +140,35 @@ out:
 	close(fd);
 }
 
+/* Sorts st->f, keeps one range per start (the preferred alias), clips
+ * the ends to the next start and makes the kernel's ranges. */
+static void sort_ranges(struct ljb_symtab *st)
+{
+	size_t n = 0;
+
+	qsort(st->f, st->nf, sizeof(*st->f), by_start);
+	for (size_t i = 0; i < st->nf; i++) {
+		if (n && st->f[n - 1].start == st->f[i].start)
+			continue;
+		st->f[n++] = st->f[i];
+	}
+	st->nf = n > LJB_MAX_SYMS ? LJB_MAX_SYMS : n;
+	free(st->r);
+	st->r = xcalloc(st->nf ? st->nf : 1, sizeof(*st->r));
+	for (size_t i = 0; i < st->nf; i++) {
+		if (i + 1 < st->nf && st->f[i].end > st->f[i + 1].start)
+			st->f[i].end = st->f[i + 1].start;
+		st->r[i].start = st->f[i].start;
+		st->r[i].end = st->f[i].end | (is_vm_sym(st->f[i].name) ? LJB_SYM_VM : 0);
+	}
+}
+
 struct ljb_symtab *ljb_symtab_load(pid_t pid)
 {
 	char path[64], line[4096], file[4096], perm[8];
 	struct ljb_symtab *st = xcalloc(1, sizeof(*st));
 	struct strv seen = {0};
 	FILE *f;
-	size_t n = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
@@ -156,26 +185,37 @@ struct ljb_symtab *ljb_symtab_load(pid_t pid)
 		if (!strchr(perm, 'x') || file[0] != '/' || strv_find(&seen, file) >= 0)
 			continue;
 		strv_add(&seen, file);
-		add_file(st, file, lo, off);
+		add_file(st, file, lo, hi, off);
 	}
 	fclose(f);
 	strv_free(&seen);
-	qsort(st->f, st->nf, sizeof(*st->f), by_start);
-	/* one range per start (the preferred alias), ends clipped to the next */
-	for (size_t i = 0; i < st->nf; i++) {
-		if (n && st->f[n - 1].start == st->f[i].start)
-			continue;
-		st->f[n++] = st->f[i];
-	}
-	st->nf = n > LJB_MAX_SYMS ? LJB_MAX_SYMS : n;
-	st->r = xcalloc(st->nf ? st->nf : 1, sizeof(*st->r));
-	for (size_t i = 0; i < st->nf; i++) {
-		if (i + 1 < st->nf && st->f[i].end > st->f[i + 1].start)
-			st->f[i].end = st->f[i + 1].start;
-		st->r[i].start = st->f[i].start;
-		st->r[i].end = st->f[i].end | (is_vm_sym(st->f[i].name) ? LJB_SYM_VM : 0);
-	}
+	sort_ranges(st);
 	return st;
+}
+
+void ljb_symtab_add(struct ljb_symtab *st, uint64_t start, uint64_t end, const char *name)
+{
+	struct fsym f = { start, end, NULL, 1 << 30 };	/* a real symbol wins */
+
+	strv_add(&st->names, name);
+	f.name = st->names.v[st->names.n - 1];
+	st->f = xrealloc(st->f, (st->nf + 1) * sizeof(*st->f));
+	st->f[st->nf++] = f;
+	sort_ranges(st);
+}
+
+const struct ljb_file *ljb_symtab_file(const struct ljb_symtab *st, uint64_t addr)
+{
+	for (size_t i = 0; i < st->nfiles; i++)
+		if (addr >= st->files[i].lo && addr < st->files[i].hi)
+			return &st->files[i];
+	return NULL;
+}
+
+const struct ljb_file *ljb_symtab_files(const struct ljb_symtab *st, size_t *n)
+{
+	*n = st->nfiles;
+	return st->files;
 }
 
 void ljb_symtab_free(struct ljb_symtab *st)
@@ -185,6 +225,7 @@ void ljb_symtab_free(struct ljb_symtab *st)
 	free(st->f);
 	free(st->d);
 	free(st->r);
+	free(st->files);
 	strv_free(&st->names);
 	free(st);
 }
@@ -225,8 +266,7 @@ const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr)
 static pid_t mem_pid;
 static int mem_fd = -1;
 
-/* Reads N bytes at ADDR of PID; 0 or -1. */
-static int rd(pid_t pid, uint64_t addr, void *buf, size_t n)
+int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
 	if (pid != mem_pid || mem_fd < 0) {
 		char path[64];
@@ -253,7 +293,7 @@ static uint64_t rdn(struct rctx *c, uint64_t a, size_t n)
 {
 	uint64_t v = 0;
 
-	if (c->bad || rd(c->pid, a, &v, n) < 0) {
+	if (c->bad || ljb_read(c->pid, a, &v, n) < 0) {
 		c->bad = 1;
 		return 0;
 	}
@@ -327,7 +367,7 @@ static size_t str_of(struct rctx *c, uint64_t s, char *b, size_t max)
 
 	if (len > max)
 		len = max;
-	if (c->bad || (len && rd(c->pid, s + c->ly->str_size, b, len) < 0)) {
+	if (c->bad || (len && ljb_read(c->pid, s + c->ly->str_size, b, len) < 0)) {
 		c->bad = 1;
 		len = 0;
 	}
@@ -539,7 +579,7 @@ static uint64_t kgc_str(struct rctx *c, uint64_t pt, long idx)
  * function in slot at ip, checked against the function called (fn) where
  * the named value can still be read (globals, upvalues); into b. */
 static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cfn,
-		    uint64_t fn, uint64_t bcmode, char *b, size_t max)
+		    uint64_t fn, char *b, size_t max)
 {
 	const struct ljb_layout *ly = c->ly;
 	uint64_t bc = proto_bc(c, pt);
@@ -554,7 +594,7 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 				return -1;
 			uint32_t ins = R32(c, ip);
 			long op = ins & 0xff, ra = (ins >> 8) & 0xff;
-			long ma = R16(c, bcmode + 2 * op) & 7;
+			long ma = ly->bc_mode[op] & 7;
 			if (ma == ly->bcm_base) {
 				if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
 					return -1;
@@ -601,12 +641,11 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 {
 	struct rctx cc = *c0, *c = &cc;	/* no name is no fault of the stack */
 	const struct ljb_layout *ly = c->ly;
-	uint64_t bcmode = c->ly->bcmode;
 	long pos, sizebc, op, mm;
 	uint64_t pt, ip;
 	uint32_t ins;
 
-	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !bcmode)
+	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->has_bc_mode)
 		return -1;
 	pt = cf->key;
 	if ((pos = frame_pos(c, cf)) < 0)
@@ -617,14 +656,14 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 	ip = proto_bc(c, pt) + 4 * pos;
 	ins = R32(c, ip);
 	op = ins & 0xff;
-	mm = R16(c, bcmode + 2 * op) >> 11;
+	mm = ly->bc_mode[op] >> 11;
 	if (c->bad)
 		return -1;
 	if (mm == ly->mm_call) {
 		long slot = (ins >> 8) & 0xff;
 		if (op == ly->bc_iterc)
 			slot -= 3;
-		return slotname(c, pt, ip, slot, cf->fn, f->fn, bcmode, b, max);
+		return slotname(c, pt, ip, slot, cf->fn, f->fn, b, max);
 	} else if (mm != ly->mm_max) {
 		uint64_t s = REF(c, ev->g + ly->G_gcroot + (ly->gcroot_mmname + mm) * ly->k.gcref);
 		str_of(c, s, b, max - 1);

@@ -31,6 +31,29 @@ void ljb_symtab_free(struct ljb_symtab *st);
 /* The sorted ranges for the kernel's syms map: *n entries, owned by ST. */
 const struct ljb_sym *ljb_symtab_ranges(const struct ljb_symtab *st, size_t *n);
 
+/*
+ * ljb_symtab_add - adds the function range [START, END) named NAME
+ * (copied) where the table has no symbol (a symbol at START wins), for a
+ * target without symbols (lib/bpf/vm.c).  Names of LuaJIT's assembler VM
+ * (lj_BC_*, lj_vm_*) mark the range as the VM's.  The kernel's ranges
+ * (ljb_symtab_ranges) are rebuilt.
+ */
+void ljb_symtab_add(struct ljb_symtab *st, uint64_t start, uint64_t end, const char *name);
+
+/* An executable file mapping of the process: run-time [lo, hi), and the
+ * bias (run-time address minus the ELF address) of its file. */
+struct ljb_file {
+	const char *path;	/* owned by the table */
+	uint64_t lo, hi, bias;
+};
+
+/* The file mapping holding ADDR, NULL if none; all of them (*n). */
+const struct ljb_file *ljb_symtab_file(const struct ljb_symtab *st, uint64_t addr);
+const struct ljb_file *ljb_symtab_files(const struct ljb_symtab *st, size_t *n);
+
+/* Reads N bytes at ADDR of PID's memory into BUF; 0, or -1. */
+int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n);
+
 /* The address of the symbol NAME (any type), 0 if none. */
 uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name);
 
@@ -39,9 +62,11 @@ uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name);
 const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr);
 
 /*
- * ljb_find_G - the global_State of PID's LuaJIT VM: the luajit CLI's
- * globalL, or the lua module's main state in nginx (ngx_cycle).  0 when
- * not set up yet (or unreadable).
+ * ljb_find_G - the global_State of PID's LuaJIT VM from symbols: the
+ * luajit CLI's globalL, or the lua module's main state in nginx
+ * (ngx_cycle and the modules, which nginx exports).  0 when not set up
+ * yet, unreadable, or without the symbols (a stripped luajit CLI:
+ * lib/bpf/vm.c finds its VM from the interpreter's registers).
  */
 uint64_t ljb_find_G(pid_t pid, const struct ljb_layout *ly,
 		    const struct ljb_symtab *st);

@@ -62,10 +62,28 @@ did.
 The CPU time (seconds) the processes PIDS have used (/proc/PID/schedstat;
 a process gone counts as 0).
 
+=item C<stripped(PATH [, NAME])>
+
+A copy of the binary PATH without its symbol table (C<strip --strip-all
+--keep-section=.debug_*>): only the exported C<.dynsym> remains, as in a
+stripped binary, while the DWARF still gives the layouts.  Made once per
+test file in t/out, named NAME (a library's soname) or after PATH; dies
+unless C<readelf> shows C<.dynsym> and no C<.symtab>.
+
+=item C<check_accounted(NAME, PARSED, NOVM)>
+
+The statistics account for every sample taken: the Lua stacks, those not
+running Lua, before the VM was found, skipped and dropped add up to the
+samples taken, which the per-process line counts too.  With NOVM, some
+samples came before the VM was found (a target whose VM is found from
+its samples).
+
 =item C<nginx(%o)>
 
 Starts the seed nginx app (o{conf}, default t/apps/nginx.conf, on a free
-port, prefix under t/out) with o{workers}, o{nojit}, o{heavy}; returns { master, workers
+port, prefix under t/out) with o{workers}, o{nojit}, o{heavy}, o{nginx} (the
+binary, default build/nginx/sbin/nginx), o{libs} (a directory for
+LD_LIBRARY_PATH: the libluajit it loads); returns { master, workers
 (array ref), port, prefix } once it answers.  C<nginx_stop(N)> stops it.
 The nginx is build/nginx, or with o{stock} Debian's stripped /usr/sbin/nginx
 with its ndk and lua modules loaded (Debian's C<load_module> lines before the
@@ -208,6 +226,39 @@ sub stacks_samples {
 	return ($st, $out, $err, LjStacks::parse(join("\n", @all)), $used, $wall);
 }
 
+my $stripped_dir;
+END { File::Path::remove_tree($stripped_dir) if $stripped_dir }
+
+sub stripped {
+	my ($path, $name) = @_;
+	my $dir = $stripped_dir = "$ROOT/t/out/stripped.$$";
+	make_path($dir);
+	if (!defined $name) {
+		($name = $path) =~ s{^\Q$ROOT\E/}{};
+		$name =~ s{/}{_}g;
+	}
+	my $copy = "$dir/$name";
+	return $copy if -x $copy;
+	system('strip', '--strip-all', '--keep-section=.debug_*', '-o', $copy, $path) == 0
+		or die "strip $path: $?\n";
+	my $sections = `readelf -S -W $copy`;
+	die "$copy: not stripped as expected\n" unless $sections =~ /\.dynsym/ && $sections !~ /\.symtab/
+		&& $sections =~ /\.debug_info/;
+	return $copy;
+}
+
+sub check_accounted {
+	my ($name, $p, $novm) = @_;
+	my $st = $p->{stats} // {};
+	my $sum = 0;
+	$sum += $st->{$_} // 0 for qw(lua nolua novm skipped dropped);
+	Test::More::is($sum, $st->{samples} // -1, "$name: every sample taken is counted in one class ($sum)");
+	my $per = List::Util::sum(0, values %{ $p->{pids} // {} });
+	Test::More::is($per, $st->{samples} // -1, "$name: and in the per-process line ($per)");
+	Test::More::ok(($st->{novm} // 0) > 0, "$name: the samples before the VM was found are reported ("
+		. ($st->{novm} // 0) . ')') if $novm;
+}
+
 sub nginx {
 	my (%o) = @_;
 	my $port = 20000 + $$ % 20000;
@@ -230,7 +281,8 @@ sub nginx {
 	local $ENV{LJ_NOJIT} = $o{nojit} ? 1 : undef;
 	delete $ENV{LJ_NOJIT} unless $o{nojit};
 	my $w = $o{workers} // 1;
-	spawn($o{stock} ? '/usr/sbin/nginx' : "$ROOT/build/nginx/sbin/nginx", '-p', $prefix, '-c', "$prefix/nginx.conf",
+	local $ENV{LD_LIBRARY_PATH} = $o{libs} if $o{libs};
+	spawn($o{nginx} // ($o{stock} ? '/usr/sbin/nginx' : "$ROOT/build/nginx/sbin/nginx"), '-p', $prefix, '-c', "$prefix/nginx.conf",
 		'-g', "worker_processes $w;");
 	my ($master, @workers);
 	for (1 .. 100) {
