@@ -4,6 +4,8 @@
 #include "base/error.h"
 
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct off { const char *type, *member; long long *out; };
@@ -167,8 +169,31 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	k->cf_prev = 32;
 	k->cf_size[0] = 80;	/* CFRAME_SIZE */
 	k->cf_size[1] = 96;	/* with LJ_NO_UNWIND */
+	unsigned short *bcm;
+	size_t nbcm;
+	if (dw_table_u16(dw, "lj_bc_mode", NULL, &bcm, &nbcm) < 0)
+		return -1;
+	ly->nbcmode = nbcm < 256 ? (int)nbcm : 256;
+	memcpy(ly->bcmode, bcm, ly->nbcmode * sizeof(*bcm));
+	free(bcm);
 	if (gct != ffid - 1)
 		return error("unexpected GCfuncC layout in '%s': ffid does not "
 			     "follow gct", exec ? exec : "?");
 	return 0;
+}
+
+void ljb_layout_dump(const struct ljb_layout *ly)
+{
+	const unsigned char *p = (const unsigned char *)ly;
+	/* struct ljb_cfg, then the user-space fields: all integers, dumped
+	 * by offset so a new field needs no change here */
+	for (size_t o = 0; o + 8 <= offsetof(struct ljb_layout, bcmode); o += 8) {
+		long long v;
+		memcpy(&v, p + o, 8);
+		printf("layout[%zu] = %lld\n", o, v);
+	}
+	printf("bcmode =");
+	for (int i = 0; i < ly->nbcmode; i++)
+		printf(" %u", ly->bcmode[i]);
+	printf("\n");
 }

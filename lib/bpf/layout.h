@@ -28,7 +28,8 @@ struct ljb_layout {
 		  bc_ret, bc_retm, bc_ret0, bc_ret1;
 	long long bcm_base, bcm_dst, mm_call, mm_max, gcroot_mmname;
 	long long vn_end, vn_max, vn_for[6];
-	unsigned long long bcmode;	/* run-time address of lj_bc_mode */
+	unsigned short bcmode[256];	/* lj_bc_mode[] (dw_table_u16) */
+	int nbcmode;		/* its length, 0 if unknown */
 	/* nginx: finding the main lua_State */
 	long long cycle_conf_ctx, mod_index, mod_ctx_index, ctx_main_conf,
 		  lmcf_lua, ngx_uint;
@@ -40,5 +41,12 @@ struct ljb_layout {
  * has no LuaJIT.  Returns 0, or -1 after error() and hints.
  */
 int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly);
+
+/*
+ * ljb_layout_dump - print every value of *LY, one "name = value" line
+ * each, to standard output: what STAPXX_BPF_LAYOUT_DUMP=1 prints instead
+ * of sampling (tests compare debug and stripped builds with it).
+ */
+void ljb_layout_dump(const struct ljb_layout *ly);
 
 #endif

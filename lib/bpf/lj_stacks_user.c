@@ -424,7 +424,6 @@ int ljb_run(const struct ljb_opts *o, struct dw_set *dw)
 	free(p);
 	if (!s.st)
 		return EXIT_FAIL;
-	s.ly.bcmode = ljb_symtab_addr(s.st, "lj_bc_mode");
 	if (s.ly.k.ngx) {
 		/* ngx_lua's C functions that resume a coroutine (kernel's
 		   ngx_parent): without all of them, no ngx parents */

@@ -538,8 +538,14 @@ static uint64_t kgc_str(struct rctx *c, uint64_t pt, long idx)
 /* __lj_slotname: the name the caller (prototype pt, function cfn) gave the
  * function in slot at ip, checked against the function called (fn) where
  * the named value can still be read (globals, upvalues); into b. */
+/* lj_bc_mode[op], 0 past its end */
+static unsigned bcmode_of(const struct ljb_layout *ly, long op)
+{
+	return op >= 0 && op < ly->nbcmode ? ly->bcmode[op] : 0;
+}
+
 static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cfn,
-		    uint64_t fn, uint64_t bcmode, char *b, size_t max)
+		    uint64_t fn, char *b, size_t max)
 {
 	const struct ljb_layout *ly = c->ly;
 	uint64_t bc = proto_bc(c, pt);
@@ -554,7 +560,7 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 				return -1;
 			uint32_t ins = R32(c, ip);
 			long op = ins & 0xff, ra = (ins >> 8) & 0xff;
-			long ma = R16(c, bcmode + 2 * op) & 7;
+			long ma = bcmode_of(ly, op) & 7;
 			if (ma == ly->bcm_base) {
 				if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
 					return -1;
@@ -601,12 +607,11 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 {
 	struct rctx cc = *c0, *c = &cc;	/* no name is no fault of the stack */
 	const struct ljb_layout *ly = c->ly;
-	uint64_t bcmode = c->ly->bcmode;
 	long pos, sizebc, op, mm;
 	uint64_t pt, ip;
 	uint32_t ins;
 
-	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !bcmode)
+	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->nbcmode)
 		return -1;
 	pt = cf->key;
 	if ((pos = frame_pos(c, cf)) < 0)
@@ -617,14 +622,14 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 	ip = proto_bc(c, pt) + 4 * pos;
 	ins = R32(c, ip);
 	op = ins & 0xff;
-	mm = R16(c, bcmode + 2 * op) >> 11;
+	mm = bcmode_of(ly, op) >> 11;
 	if (c->bad)
 		return -1;
 	if (mm == ly->mm_call) {
 		long slot = (ins >> 8) & 0xff;
 		if (op == ly->bc_iterc)
 			slot -= 3;
-		return slotname(c, pt, ip, slot, cf->fn, f->fn, bcmode, b, max);
+		return slotname(c, pt, ip, slot, cf->fn, f->fn, b, max);
 	} else if (mm != ly->mm_max) {
 		uint64_t s = REF(c, ev->g + ly->G_gcroot + (ly->gcroot_mmname + mm) * ly->k.gcref);
 		str_of(c, s, b, max - 1);
