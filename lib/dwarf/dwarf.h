@@ -138,6 +138,11 @@ int dw_func_has_local(struct dw_set *set, const char *func, const char *sym);
 int dw_table_u16(struct dw_set *set, const char *name, const char *module,
 		 unsigned short **vals, size_t *n);
 
+/* 1 when the set's LuaJIT was refused (no entry of the layout database
+ * describes it; the error was printed), else 0.  Scripts' own errors
+ * after that need not be printed: their cause was said. */
+int dw_refused(struct dw_set *set);
+
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a
  * script's own error (@error), missing debug info may be why a type was

@@ -240,14 +240,22 @@ static void refuse(struct dw_bin *b, struct ident *id, struct lentry **es,
 {
 	const char *gc64 = "unknown";
 	const struct lentry *near = NULL;
+	char *mine = exports_key(id);
+	int near_x = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *g = lentry_get(es[i], "id gc64");
 		if (g && head_matches(es[i], id))
 			gc64 = !strcmp(g, "1") ? "on" : "off";
 		const char *v = lentry_get(es[i], "id version");
-		if (!near && v && !strcmp(v, id->version))
+		const char *x = lentry_get(es[i], "id exports");
+		int same_x = x && !strcmp(x, mine);
+		if (v && !strcmp(v, id->version) && (!near || same_x > near_x)) {
 			near = es[i];
+			near_x = same_x;
+		}
 	}
+	free(mine);
+	error_clear_location();	/* about the binary, not a script line */
 	error("no known layout for the LuaJIT in '%s' (%s, GC64 %s, "
 	      "build-id %s)", b->path,
 	      id->version[0] ? id->version : "no version string", gc64,
@@ -338,6 +346,11 @@ static int state(struct dw_set *set)
 	if (set->ldb->state == L_UNKNOWN)
 		identify(set);
 	return set->ldb->state;
+}
+
+int dw_refused(struct dw_set *set)
+{
+	return set->ldb && set->ldb->state == L_REFUSED;
 }
 
 int ldb_active(struct dw_set *set, struct dw_bin **lj)
