@@ -9,7 +9,8 @@
 # - strip --strip-all copies of build/luajit-gc64 and -nogc64: every
 #   sample expands (--dump-src) to the debug build's text but for the
 #   binary's path, stderr names the entry once, and --runtime=bpf loads
-#   the same struct ljb_layout (STAPXX_BPF_LAYOUT_DUMP);
+#   the same struct ljb_layout (STAPXX_BPF_LAYOUT_DUMP); so do Debian's
+#   own stripped libluajit2 and an -O1 build without -g of the same source;
 # - a copy of build/src/luajit2 with one more field in global_State (under
 #   #ifdef, only the CLI, stripped) is refused: the error names its version
 #   string, GC64 mode and build-id, the hints the capture command, and
@@ -119,6 +120,24 @@ for my $flavor (qw(gc64 nogc64)) {
 	is($sout, $dout, "$flavor: the same struct ljb_layout and lj_bc_mode[]");
 	like($serr, qr/^stap\+\+: using layout '\Q$entry\E' for '\Q$bin\E' \(no debug info\)$/m,
 	     "$flavor: --runtime=bpf names the entry");
+}
+
+# Debian 12's own stripped libluajit2 (libluajit2-5.1-2, installed by
+# dev/deps with lua-resty-core): built by Debian from the source of
+# build/luajit-gc64, with Debian's compiler and flags.
+SKIP: {
+	my $deb = '/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2';
+	skip("no $deb (package libluajit2-5.1-2)", 3) unless -e $deb;
+	my $real = abs_path($deb);
+	my %env = (env => { STAPXX_BPF_LAYOUT_DUMP => 1 });
+	my ($rc, $o, $e) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec', $deb,
+				   "$ROOT/samples/lj-lua-stacks.sxx");
+	my (undef, $want) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec',
+				    "$B/luajit-gc64/bin/luajit", "$ROOT/samples/lj-lua-stacks.sxx");
+	is($rc, 0, "Debian's libluajit2: --runtime=bpf loads its layouts") or diag($e);
+	is($e, "stap++: using layout 'luajit2-2.1-20230119-gc64' for '$real' (no debug info)\n",
+	   "Debian's libluajit2: identified as luajit2 2.1-20230119 GC64");
+	is($o, $want, "Debian's libluajit2: the layouts of build/luajit-gc64");
 }
 
 # The CLI of the luajit2 source of build/luajit-gc64, built once into
