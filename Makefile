@@ -220,7 +220,7 @@ install: all
 	install -m 0755 util/fold $(DESTDIR)$(BINDIR)/stap++-fold
 	install -m 0755 util/flamegraph $(DESTDIR)$(BINDIR)/stap++-flamegraph
 	install -m 0755 util/pprof $(DESTDIR)$(BINDIR)/stap++-pprof
-	cp -R tapset samples $(DESTDIR)$(DATADIR)/
+	cp -R tapset samples layouts $(DESTDIR)$(DATADIR)/
 
 clean:
 	rm -f $(PROGS) lib/*/*.[oad] util/*.o util/profile.pb-c.[ch] $(FLAGS_STAMP)

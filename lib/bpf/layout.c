@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct off { const char *type, *member; long long *out; };
@@ -224,8 +225,35 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	k->cf_prev = 32;
 	k->cf_size[0] = 80;	/* CFRAME_SIZE */
 	k->cf_size[1] = 96;	/* with LJ_NO_UNWIND */
+	/* lj_bc_mode[]: from the binary's symbols, its DWARF or the
+	   layout database (dw_table_u16), never from the process */
+	unsigned short *bcm;
+	size_t nbcm;
+	if (dw_table_u16(dw, "lj_bc_mode", NULL, &bcm, &nbcm) < 0)
+		return -1;
+	ly->nbc_mode = nbcm < LJB_MAX_BC ? (int)nbcm : LJB_MAX_BC;
+	memcpy(ly->bc_mode, bcm, ly->nbc_mode * sizeof(*bcm));
+	free(bcm);
 	if (gct != ffid - 1)
 		return error("unexpected GCfuncC layout in '%s': ffid does not "
 			     "follow gct", exec ? exec : "?");
 	return 0;
+}
+
+void ljb_layout_dump(const struct ljb_layout *ly)
+{
+	const unsigned char *p = (const unsigned char *)ly;
+	/* struct ljb_cfg, then the user-space fields: all integers, dumped
+	 * by offset so a new field needs no change here */
+	for (size_t o = 0; o + 8 <= offsetof(struct ljb_layout, bc_name); o += 8) {
+		long long v;
+		memcpy(&v, p + o, 8);
+		printf("layout[%zu] = %lld\n", o, v);
+	}
+	for (long i = 0; i < ly->bc_max; i++)
+		printf("bc_name[%ld] = %s\n", i, ly->bc_name[i] ? ly->bc_name[i] : "-");
+	printf("bcmode =");
+	for (int i = 0; i < ly->nbc_mode; i++)
+		printf(" %u", ly->bc_mode[i]);
+	printf("\n");
 }

@@ -35,9 +35,9 @@ struct ljb_layout {
 	/* finding the VM without symbols (lib/bpf/vm.c) */
 	long long G_mainthref, gg_g2disp, gg_ndisp, bc_max;
 	const char *bc_name[LJB_MAX_BC];	/* BCOp by value, without "BC_" */
-	/* lj_bc_mode[] (ljb_bc_modes in lib/bpf/vm.c), has_bc_mode when read */
+	/* lj_bc_mode[] (dw_table_u16), nbc_mode entries */
 	uint16_t bc_mode[LJB_MAX_BC];
-	int has_bc_mode;
+	int nbc_mode;
 	/* nginx: finding the main lua_State */
 	long long cycle_conf_ctx, mod_index, mod_ctx_index, ctx_main_conf,
 		  lmcf_lua, ngx_uint;
@@ -49,5 +49,12 @@ struct ljb_layout {
  * has no LuaJIT.  Returns 0, or -1 after error() and hints.
  */
 int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly);
+
+/*
+ * ljb_layout_dump - print every value of *LY, one "name = value" line
+ * each, to standard output: what STAPXX_BPF_LAYOUT_DUMP=1 prints instead
+ * of sampling (tests compare debug and stripped builds with it).
+ */
+void ljb_layout_dump(const struct ljb_layout *ly);
 
 #endif

@@ -517,10 +517,6 @@ int ljb_run(const struct ljb_opts *o, struct dw_set *dw)
 		free(p);
 		return EXIT_FAIL;
 	}
-	if (ljb_bc_modes(p[0], s.st, &s.ly) < 0)
-		fprintf(stderr, "WARNING: lj-lua-stacks: no lj_bc_mode in '%s' (no symbol, "
-			"no DWARF): Lua functions are named by their first line, not as "
-			"their callers call them\n", o->exec ? o->exec : "?");
 	free(p);
 	if (s.ly.k.ngx) {
 		/* ngx_lua's C functions that resume a coroutine (kernel's

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/run.c - see bpf/run.h. */
 #include "bpf/run.h"
+#include "bpf/layout.h"
 #include "base/error.h"
 #include "base/wrapper.h"
 #include "bpf/lj_stacks.h"
@@ -81,6 +82,17 @@ static int num_arg(const struct bpf_run_opts *o, const char *name, long def,
 	return 0;
 }
 
+/* The target's executable and libraries, for their layouts. */
+static struct dw_set *target_set(const struct target *t)
+{
+	struct dw_set *dw = dw_set_new();
+	if (t->exec)
+		dw_set_add(dw, t->exec);
+	for (size_t i = 0; i < t->libs.n; i++)
+		dw_set_add(dw, t->libs.v[i]);
+	return dw;
+}
+
 static int lj_stacks(const struct bpf_run_opts *o, const struct target *t)
 {
 	struct ljb_opts lo = { .pid = o->pid, .master = o->master, .exec = t->exec };
@@ -114,15 +126,21 @@ static int lj_stacks(const struct bpf_run_opts *o, const struct target *t)
 	for (size_t i = 0; i < o->nargs; i++)
 		if (!o->args[i].used)
 			warning("--arg %s is not used by the script", o->args[i].name);
+	if (getenv("STAPXX_BPF_LAYOUT_DUMP")) {
+		/* tests: the layouts of the target, without sampling */
+		struct ljb_layout ly;
+		dw = target_set(t);
+		rc = ljb_layout_load(dw, t->exec, &ly);
+		if (rc == 0)
+			ljb_layout_dump(&ly);
+		dw_set_free(dw);
+		return rc < 0 ? EXIT_FAIL : 0;
+	}
 	if (!o->pid && !o->master) {
 		error("--runtime=bpf samples a running process: give -x PID or --master PID");
 		return EXIT_USAGE;
 	}
-	dw = dw_set_new();
-	if (t->exec)
-		dw_set_add(dw, t->exec);
-	for (size_t i = 0; i < t->libs.n; i++)
-		dw_set_add(dw, t->libs.v[i]);
+	dw = target_set(t);
 	rc = ljb_run(&lo, dw);
 	dw_set_free(dw);
 	return rc;

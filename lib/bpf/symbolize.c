@@ -578,6 +578,12 @@ static uint64_t kgc_str(struct rctx *c, uint64_t pt, long idx)
 /* __lj_slotname: the name the caller (prototype pt, function cfn) gave the
  * function in slot at ip, checked against the function called (fn) where
  * the named value can still be read (globals, upvalues); into b. */
+/* lj_bc_mode[op], 0 past its end */
+static unsigned bcmode_of(const struct ljb_layout *ly, long op)
+{
+	return op >= 0 && op < ly->nbc_mode ? ly->bc_mode[op] : 0;
+}
+
 static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cfn,
 		    uint64_t fn, char *b, size_t max)
 {
@@ -594,7 +600,7 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 				return -1;
 			uint32_t ins = R32(c, ip);
 			long op = ins & 0xff, ra = (ins >> 8) & 0xff;
-			long ma = ly->bc_mode[op] & 7;
+			long ma = bcmode_of(ly, op) & 7;
 			if (ma == ly->bcm_base) {
 				if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
 					return -1;
@@ -645,7 +651,7 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 	uint64_t pt, ip;
 	uint32_t ins;
 
-	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->has_bc_mode)
+	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->nbc_mode)
 		return -1;
 	pt = cf->key;
 	if ((pos = frame_pos(c, cf)) < 0)
@@ -656,7 +662,7 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 	ip = proto_bc(c, pt) + 4 * pos;
 	ins = R32(c, ip);
 	op = ins & 0xff;
-	mm = ly->bc_mode[op] >> 11;
+	mm = bcmode_of(ly, op) >> 11;
 	if (c->bad)
 		return -1;
 	if (mm == ly->mm_call) {

@@ -63,14 +63,4 @@ uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_sy
 size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g,
 		   struct ljb_vm_check *bad);
 
-/*
- * ljb_bc_modes - reads lj_bc_mode[] (ly->bc_max entries) into
- * ly->bc_mode and sets ly->has_bc_mode.  The one place the bytecode
- * modes come from: the symbol lj_bc_mode when ST has it, else the
- * variable's address in the DWARF of ST's files.  (The layout database
- * of stripped binaries plugs in here.)  Without them functions are named
- * by their first line, as callers cannot be read.  0, or -1 if not found.
- */
-int ljb_bc_modes(pid_t pid, const struct ljb_symtab *st, struct ljb_layout *ly);
-
 #endif

@@ -47,9 +47,28 @@
  * skipped and named in a hint if the search fails; unreadable ones get a
  * warning (once) and are skipped.  Naming such a binary as MODULE is an
  * error.
+ *
+ * No debug info: when no binary of the set has lua_State in its DWARF but
+ * one is identified as a LuaJIT (version string, exported API, the
+ * interpreter's code: dwarf/ident.h), the queries are answered from the
+ * matching entry of the layout database (layouts/, layouts/README.md),
+ * with "stap++: using layout 'X' for 'PATH' (no debug info)" once per
+ * set.  A LuaJIT that no entry matches is refused once with an error
+ * naming its version string, GC64 mode and build-id and hints (how to
+ * capture an entry); every query of the set that DWARF cannot answer then
+ * fails without more output.  The database answers only what its entry
+ * recorded (LuaJIT's types); nginx's own types still need nginx's DWARF.
+ *
+ * Recording: with STAPXX_LAYOUT_RECORD=FILE in the environment, each set
+ * appends to FILE, when freed, every answer that its LuaJIT binary's
+ * DWARF gave (and the negative ones) as "KEY = VALUE" lines, with the
+ * binary's identification lines: dev/capture-layout sorts them into an
+ * entry.
  */
 #ifndef STAPXX_DWARF_H
 #define STAPXX_DWARF_H
+
+#include <stddef.h>
 
 struct dw_set;
 
@@ -109,6 +128,20 @@ int dw_find_var(struct dw_set *set, const char *sym, const char *module,
  * context variable, even where a global SYM exists.  Returns 1 or 0; 0
  * too when no binary can be read (nothing is printed). */
 int dw_func_has_local(struct dw_set *set, const char *func, const char *sym);
+
+/* A constant table of unsigned 16-bit values that the walk reads
+ * (lj_bc_mode[]): from the ELF file of the binary whose symbols (its own
+ * .symtab, or its separate debug file's) define NAME, else from the layout
+ * database's entry for the set's LuaJIT (layouts/README.md).  MODULE
+ * limits the search to that binary.  On success *vals (malloc'd, the
+ * caller frees it) holds *n values in host order; -1 after error(). */
+int dw_table_u16(struct dw_set *set, const char *name, const char *module,
+		 unsigned short **vals, size_t *n);
+
+/* 1 when the set's LuaJIT was refused (no entry of the layout database
+ * describes it; the error was printed), else 0.  Scripts' own errors
+ * after that need not be printed: their cause was said. */
+int dw_refused(struct dw_set *set);
 
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a

@@ -5,6 +5,7 @@
  */
 #include "dwarf/index.h"
 #include "base/wrapper.h"
+#include "dwarf/ldb.h"
 
 #include <dwarf.h>
 #include <stdint.h>
@@ -16,13 +17,16 @@
 
 struct dw_set *dw_set_new(void)
 {
-	return xcalloc(1, sizeof(struct dw_set));
+	struct dw_set *set = xcalloc(1, sizeof(struct dw_set));
+	rec_init(set);
+	return set;
 }
 
 void dw_set_free(struct dw_set *set)
 {
 	if (!set)
 		return;
+	ldb_free(set);
 	for (size_t i = 0; i < set->n; i++) {
 		struct dw_bin *b = set->bins[i];
 		if (b->dwfl)

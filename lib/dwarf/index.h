@@ -57,6 +57,8 @@ struct dw_set {
 	struct dw_bin **bins;
 	size_t n, alloc;
 	int type_misses;	/* @has_type answers 0 so far */
+	struct ldb *ldb;	/* the layout database's state (ldb.h) */
+	struct rec *rec;	/* what is recorded, or NULL (ldb.h) */
 };
 
 /* The binary PATH of the set (compared as given, then by realpath()),

@@ -69,7 +69,7 @@ static int canonical_int(const char *name, char *out, size_t outsz)
 	return 1;
 }
 
-static int parse_type(const char *s, struct tyname *t)
+int parse_type(const char *s, struct tyname *t)
 {
 	static const struct { const char *kw; enum kind kind; } tags[] = {
 		{ "struct", K_STRUCT }, { "union", K_UNION },

@@ -14,6 +14,9 @@ struct tyname {
 	char desc[300];		/* "struct 'X'", "type 'X'" for messages */
 };
 
+/* Parse type name S into *T; 0, or -1 after error() if malformed. */
+int parse_type(const char *s, struct tyname *t);
+
 /* Can C be in an identifier (FIRST: as its first character)? */
 int ident_char(int c, int first);
 

@@ -54,7 +54,9 @@ static size_t do_error(struct xctx *c, size_t i, size_t open, size_t end,
 
 	if (parse_call(c, "@error", i, open, end, 1, 1, &a) < 0)
 		return (size_t)-1;
-	if (!c->o->scan_only && !c->dead) {
+	if (!c->o->scan_only && !c->dead && c->o->dw && dw_refused(c->o->dw)) {
+		c->errors++;	/* the refusal of the target's LuaJIT said why */
+	} else if (!c->o->scan_only && !c->dead) {
 		xerr(c, i, "%s", a.v[0]);
 		if (c->o->dw)
 			dw_hint_nodebug(c->o->dw);

@@ -1,0 +1,209 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The layout database (layouts/, layouts/README.md): stripped LuaJIT
+# binaries get the same answers as their debug builds, and a build that
+# no entry describes is refused.
+#
+# - dev/capture-layout, run again on each entry's debug build, reproduces
+#   the committed entry byte for byte (a drifted entry fails);
+# - strip --strip-all copies of build/luajit-gc64 and -nogc64: every
+#   sample expands (--dump-src) to the debug build's text but for the
+#   binary's path, stderr names the entry once, and --runtime=bpf loads
+#   the same struct ljb_layout (STAPXX_BPF_LAYOUT_DUMP); so do Debian's
+#   own stripped libluajit2 and an -O1 build without -g of the same source;
+# - a copy of build/src/luajit2 with one more field in global_State (under
+#   #ifdef, only the CLI, stripped) is refused: the error names its version
+#   string, GC64 mode and build-id, the hints the capture command, and
+#   nothing else is printed.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use Test::More;
+use Cwd qw(abs_path);
+use File::Copy qw(copy);
+use File::Path qw(make_path remove_tree);
+
+my $B = "$ROOT/build";
+my $out = scratch('24-layouts');
+ok(-x $STAPXX, 'stap++ is built') or die('run make first');
+
+# Each entry and the debug build(s) it is captured from (build/lj/: the
+# other LuaJIT sources of dev/deps).
+my %capture = (
+	'luajit2-2.1-20230119-gc64' => ["$B/luajit-gc64/bin/luajit", "$B/nginx/sbin/nginx"],
+	'luajit2-2.1-20230119-nogc64' => ["$B/luajit-nogc64/bin/luajit"],
+	'luajit-2.1.0-beta3-20220320-gc64' => ["$B/lj/deb-luajit-gc64/bin/luajit"],
+	'luajit-2.1.0-beta3-20220320-nogc64' => ["$B/lj/deb-luajit-nogc64/bin/luajit"],
+	'luajit2-2.1-20240314-gc64' => ["$B/lj/or2-20240314-gc64/bin/luajit"],
+	'luajit2-2.1-20240314-nogc64' => ["$B/lj/or2-20240314-nogc64/bin/luajit"],
+	'luajit-2.1-20260819-gc64' => ["$B/lj/lj-20260819-gc64/bin/luajit"],
+	'luajit-2.1-20260819-nogc64' => ["$B/lj/lj-20260819-nogc64/bin/luajit"],
+);
+
+my @entries = map { s{.*/}{}r =~ s{\.layout$}{}r } glob("$ROOT/layouts/*.layout");
+is_deeply([sort @entries], [sort keys %capture],
+	  'every entry of layouts/ is one this test captures again');
+
+subtest 'capturing again reproduces each entry' => sub {
+	for my $name (sort keys %capture) {
+		my @bins = @{ $capture{$name} };
+		SKIP: {
+			skip("$name: $bins[0] is not built (make deps)", 1) if grep { !-e } @bins;
+			my ($rc, $o, $e) = run_cmd("$ROOT/dev/capture-layout", @bins);
+			is($rc, 0, "$name: dev/capture-layout succeeds") or diag($e);
+			my $want = slurp("$ROOT/layouts/$name.layout");
+			ok($o eq $want, "$name: the capture is the committed entry") or do {
+				spit("$out/$name.layout", $o);
+				diag(`diff -u '$ROOT/layouts/$name.layout' '$out/$name.layout' | head -20`);
+			};
+		}
+	}
+};
+
+# A stripped copy of DEBUG under t/out (same file name: same comm).
+sub stripped {
+	my ($debug, $dir) = @_;
+	my $real = abs_path($debug);
+	my $copy = "$out/$dir/" . ($real =~ s{.*/}{}r);
+	make_path("$out/$dir");
+	copy($real, $copy) or die "$copy: $!";
+	chmod(0755, $copy);
+	my ($rc, $o, $e) = run_cmd('strip', '--strip-all', $copy);
+	die "strip: $e" if $rc;
+	return $copy;
+}
+
+my @samples = sort glob("$ROOT/samples/*.sxx");
+for my $flavor (qw(gc64 nogc64)) {
+	my $debug = abs_path("$B/luajit-$flavor/bin/luajit");
+	my $bin = stripped($debug, $flavor);
+	my $entry = "luajit2-2.1-20230119-$flavor";
+	my ($rc, $o) = run_cmd('readelf', '-S', $bin);
+	unlike($o, qr/\.(?:debug_info|symtab)\b/, "$flavor: the copy has no DWARF and no symtab");
+
+	subtest "$flavor: every sample expands as for the debug build" => sub {
+		for my $s (@samples) {
+			my $sn = $s =~ s{.*/}{}r;
+			my ($drc, $dout, $derr) = run_cmd($STAPXX, '--dump-src', '--exec', $debug, $s);
+			my ($src, $sout, $serr) = run_cmd($STAPXX, '--dump-src', '--exec', $bin, $s);
+			is($drc, 0, "$sn: the debug build expands") or diag($derr);
+			is($src, 0, "$sn: the stripped copy expands") or diag($serr);
+			$dout =~ s/\Q$debug\E/BINARY/g;
+			$sout =~ s/\Q$bin\E/BINARY/g;
+			ok($sout eq $dout, "$sn: the same text but for the binary's path") or do {
+				spit("$out/$flavor-$sn.debug", $dout);
+				spit("$out/$flavor-$sn.stripped", $sout);
+				diag(`diff '$out/$flavor-$sn.debug' '$out/$flavor-$sn.stripped' | head`);
+			};
+			my @used = $serr =~ /^stap\+\+: using layout .*$/mg;
+			my @want = ("stap++: using layout '$entry' for '$bin' (no debug info)");
+			if ($sn =~ /^lj-/) {
+				is_deeply(\@used, \@want, "$sn: stderr names the entry, once");
+			} else {	# may ask nothing of LuaJIT
+				cmp_ok(scalar @used, '<=', 1, "$sn: stderr names the entry once at most");
+			}
+			unlike($derr, qr/using layout/, "$sn: the debug build uses its DWARF");
+		}
+	};
+
+	my %env = (env => { STAPXX_BPF_LAYOUT_DUMP => 1 });
+	my ($drc, $dout, $derr) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec', $debug,
+					  "$ROOT/samples/lj-lua-stacks.sxx");
+	my ($src, $sout, $serr) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec', $bin,
+					  "$ROOT/samples/lj-lua-stacks.sxx");
+	is($drc, 0, "$flavor: --runtime=bpf loads the debug build's layouts") or diag($derr);
+	is($src, 0, "$flavor: --runtime=bpf loads the stripped copy's layouts") or diag($serr);
+	like($dout, qr/^bcmode = (?:\d+ ){90,}\d+$/m, "$flavor: the dump has lj_bc_mode[]");
+	cmp_ok(scalar(() = $dout =~ /^layout\[\d+\] = /mg), '>', 50, "$flavor: and the layouts");
+	is($sout, $dout, "$flavor: the same struct ljb_layout and lj_bc_mode[]");
+	like($serr, qr/^stap\+\+: using layout '\Q$entry\E' for '\Q$bin\E' \(no debug info\)$/m,
+	     "$flavor: --runtime=bpf names the entry");
+}
+
+# Debian 12's own stripped libluajit2 (libluajit2-5.1-2, installed by
+# dev/deps with lua-resty-core): built by Debian from the source of
+# build/luajit-gc64, with Debian's compiler and flags.
+SKIP: {
+	my $deb = '/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2';
+	skip("no $deb (package libluajit2-5.1-2)", 3) unless -e $deb;
+	my $real = abs_path($deb);
+	my %env = (env => { STAPXX_BPF_LAYOUT_DUMP => 1 });
+	my ($rc, $o, $e) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec', $deb,
+				   "$ROOT/samples/lj-lua-stacks.sxx");
+	my (undef, $want) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec',
+				    "$B/luajit-gc64/bin/luajit", "$ROOT/samples/lj-lua-stacks.sxx");
+	is($rc, 0, "Debian's libluajit2: --runtime=bpf loads its layouts") or diag($e);
+	is($e, "stap++: using layout 'luajit2-2.1-20230119-gc64' for '$real' (no debug info)\n",
+	   "Debian's libluajit2: identified as luajit2 2.1-20230119 GC64");
+	is($o, $want, "Debian's libluajit2: the layouts of build/luajit-gc64");
+}
+
+# The CLI of the luajit2 source of build/luajit-gc64, built once into
+# t/out/lj-NAME with MAKEARGS; EDIT, if given, changes the copy's
+# lj_obj.h text first.
+sub build_variant {
+	my ($name, $edit, @makeargs) = @_;
+	my $dir = "$ROOT/t/out/lj-$name";
+	my $cli = "$dir/src/luajit";
+	return $cli if -x $cli && -e "$dir/.built";
+	remove_tree($dir);
+	my ($rc, $o, $e) = run_cmd('cp', '-a', "$B/src/luajit2", $dir);
+	die "cp: $e" if $rc;
+	if ($edit) {
+		my $h = "$dir/src/lj_obj.h";
+		my $text = slurp($h) // die "$h: $!";
+		spit($h, $edit->($text));
+	}
+	($rc, $o) = run_cmd({ merge => 1 }, 'make', '-C', "$dir/src", '-j2', 'luajit', @makeargs);
+	die "building the $name LuaJIT failed:\n" . substr($o, -2000) if $rc || !-x $cli;
+	spit("$dir/.built", '');
+	return $cli;
+}
+
+# One more field at the start of global_State, under #ifdef.
+sub extra_field {
+	my ($text) = @_;
+	$text =~ s/^(typedef struct global_State \{\n)/$1#ifdef STAPXX_EXTRA_FIELD\n  void *stapxx_extra;\n#endif\n/m
+		or die 'no global_State in lj_obj.h';
+	return $text;
+}
+
+SKIP: {
+	skip('no build/src/luajit2 (make deps)', 1) unless -e "$B/src/luajit2/src/lj_obj.h";
+	# the same source and flags at another -O level, without -g
+	my $bin = stripped(build_variant('o1', undef, 'CCOPT=-O1 -fomit-frame-pointer'), 'o1');
+	my ($rc, $o, $e) = run_cmd($STAPXX, '--dump-src', '--exec', $bin,
+				   "$ROOT/samples/lj-lua-stacks.sxx");
+	is($rc, 0, '-O1 build of the same source: expands') or diag($e);
+	is($e, "stap++: using layout 'luajit2-2.1-20230119-gc64' for '$bin' (no debug info)\n",
+	   '-O1 build of the same source: its entry is the -O2 debug build\'s');
+}
+
+SKIP: {
+	skip('no build/src/luajit2 (make deps)', 1) unless -e "$B/src/luajit2/src/lj_obj.h";
+	my $bin = stripped(build_variant('extra', \&extra_field, 'XCFLAGS=-DSTAPXX_EXTRA_FIELD'), 'extra');
+	my ($rc, $o) = run_cmd('readelf', '-n', $bin);
+	my ($id) = $o =~ /Build ID: ([0-9a-f]+)/;
+	ok($id, 'the extra-field build has a build-id');
+	my $first = "stap++: error: no known layout for the LuaJIT in '$bin' "
+		  . "(LuaJIT 2.1.0-beta3, GC64 on, build-id $id)";
+	for my $how (['--dump-src'], ['--runtime=bpf']) {
+		my %env = (env => { STAPXX_BPF_LAYOUT_DUMP => 1 });
+		my ($rc, $so, $se) = run_cmd(\%env, $STAPXX, @$how, '--exec', $bin,
+					     "$ROOT/samples/lj-lua-stacks.sxx");
+		my @lines = split /\n/, $se;
+		isnt($rc, 0, "@$how: refused");
+		is($so, '', "@$how: nothing on stdout");
+		is($lines[0], $first, "@$how: the error names version, GC64 and build-id");
+		is_deeply([grep { !/^hint: / } @lines[1 .. $#lines]], [],
+			  "@$how: nothing else but hints") or diag($se);
+		like($se, qr/^hint: .*dev\/capture-layout DEBUG-BINARY > layouts\/NAME\.layout/m,
+		     "@$how: a hint gives the capture command");
+		like($se, qr/^hint: layout 'luajit2-2\.1-20230119-gc64' has its version string but not its interpreter/m,
+		     "@$how: a hint names the entry it resembles");
+	}
+}
+
+done_testing();
