@@ -11,6 +11,8 @@
 #   binary's path, stderr names the entry once, and --runtime=bpf loads
 #   the same struct ljb_layout (STAPXX_BPF_LAYOUT_DUMP); so do Debian's
 #   own stripped libluajit2 and an -O1 build without -g of the same source;
+#   the SystemTap backend (-p4) refuses the copies clearly, before stap
+#   (stap needs the VM's DWARF and symbols), and names the eBPF backend;
 # - a copy of build/src/luajit2 with one more field in global_State (under
 #   #ifdef, only the CLI, stripped) is refused: the error names its version
 #   string, GC64 mode and build-id, the hints the capture command, and
@@ -107,6 +109,16 @@ for my $flavor (qw(gc64 nogc64)) {
 			unlike($derr, qr/using layout/, "$sn: the debug build uses its DWARF");
 		}
 	};
+
+	# SystemTap itself needs the VM's DWARF and symbols (@var, usymname):
+	# on a stripped binary stap++ says so before running stap, and which
+	# backend works
+	($rc, $o, my $e) = run_cmd($STAPXX, '-p4', '--exec', $bin, "$ROOT/samples/lj-lua-stacks.sxx");
+	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses the stripped copy");
+	like($e, qr/^stap\+\+: error: the SystemTap backend cannot profile '\Q$bin\E' yet: it has no debug info .*$/m,
+	     "$flavor: ... saying why") or diag($e);
+	like($e, qr/^hint: --runtime=bpf samples it/m, "$flavor: ... and that the eBPF backend samples it") or diag($e);
+	unlike($e, qr/semantic error/, "$flavor: ... before stap runs") or diag($e);
 
 	my %env = (env => { STAPXX_BPF_LAYOUT_DUMP => 1 });
 	my ($drc, $dout, $derr) = run_cmd(\%env, $STAPXX, '--runtime=bpf', '--exec', $debug,

@@ -171,6 +171,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	struct source *src;
 	struct dw_set *dw;
 	int rc;
+	const char *db;
 
 	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
 					       strlen(o->script_text))
@@ -226,6 +227,19 @@ int run_script(struct run_opts *o, const struct target *t,
 	if (o->dump_src) {
 		dump_src(&x);
 		rc = flush_stdout();
+		goto out;
+	}
+	if ((db = dw_database_binary(dw))) {
+		/* stap resolves @var and names the VM's code from the
+		   binary's own DWARF and symbols, which it has not */
+		error("the SystemTap backend cannot profile '%s' yet: it has no "
+		      "debug info (stap++ has its layouts from the layout "
+		      "database, but stap needs the DWARF and symbols of "
+		      "LuaJIT's VM)", db);
+		hint("--runtime=bpf samples it (lj-lua-stacks), no debug info needed");
+		hint("or install its debug symbols (a -dbgsym package, or a "
+		     "debuginfod server in DEBUGINFOD_URLS)");
+		rc = EXIT_FAIL;
 		goto out;
 	}
 	rc = run_stap(o, &x);

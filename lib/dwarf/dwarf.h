@@ -143,6 +143,11 @@ int dw_table_u16(struct dw_set *set, const char *name, const char *module,
  * after that need not be printed: their cause was said. */
 int dw_refused(struct dw_set *set);
 
+/* The path of the binary whose LuaJIT layouts come from the layout
+ * database (it has no debug info), or NULL when they come from DWARF or
+ * nothing was asked yet.  Valid until dw_set_free(). */
+const char *dw_database_binary(struct dw_set *set);
+
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a
  * script's own error (@error), missing debug info may be why a type was

@@ -353,6 +353,11 @@ int dw_refused(struct dw_set *set)
 	return set->ldb && set->ldb->state == L_REFUSED;
 }
 
+const char *dw_database_binary(struct dw_set *set)
+{
+	return set->ldb && set->ldb->state == L_ON ? set->ldb->lj->path : NULL;
+}
+
 int ldb_active(struct dw_set *set, struct dw_bin **lj)
 {
 	if (state(set) != L_ON)
