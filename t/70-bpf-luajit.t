@@ -58,9 +58,10 @@ sub sample {
 
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
-	# without symbols (issue 21): its VM found from the samples' DISPATCH
-	# register, the interpreter's PCs named from the dispatch table, the
-	# main C function (pmain) an address
+	# stripped as a distribution ships it (issue 21): its layouts from the
+	# layout database, its VM found from the samples' DISPATCH register,
+	# the interpreter's PCs named from the dispatch table, the main C
+	# function (pmain) an address
 	my $bare = Bpf::stripped($lj);
 	for my $c (['jit', 'jit', 'plain', $NJIT], ['nojit', 'nojit', 'plain', $N], ['ffi-native', 'jit', 'ffi', $N]) {
 		my ($mode, @work) = @$c;
@@ -75,6 +76,8 @@ for my $b (qw(gc64 nogc64)) {
 		LjStacks::check_seed("$name stripped", $q, app => $app, root => ['run.lua', qr/^C:0x[0-9a-f]+$/],
 			mode => $mode, lines => 0, claim => $CLAIM);
 		Bpf::check_accounted("$name stripped", $q, 1);
+		is_deeply $q->{layout}, { $bare => "luajit2-2.1-20230119-$b" },
+			"$name stripped: stderr names the layout database's entry, once";
 		# (nojit: lj_BC_ADDVV and lj_BC_IFORL, 30 to 65% each)
 		is_deeply LjStacks::top_leaves($q, 0.05), LjStacks::top_leaves($p, 0.05),
 			"$name stripped: the main leaves named as with symbols" if $mode eq 'nojit';

@@ -62,13 +62,16 @@ did.
 The CPU time (seconds) the processes PIDS have used (/proc/PID/schedstat;
 a process gone counts as 0).
 
-=item C<stripped(PATH [, NAME])>
+=item C<stripped(PATH [, NAME [, DWARF]])>
 
-A copy of the binary PATH without its symbol table (C<strip --strip-all
---keep-section=.debug_*>): only the exported C<.dynsym> remains, as in a
-stripped binary, while the DWARF still gives the layouts.  Made once per
-test file in t/out, named NAME (a library's soname) or after PATH; dies
-unless C<readelf> shows C<.dynsym> and no C<.symtab>.
+A copy of the binary PATH as a distribution ships it (C<strip --strip-all>):
+only the exported C<.dynsym> remains, no symbol table and no DWARF, so a
+LuaJIT's layouts come from the layout database (layouts/).  With DWARF
+true the debug sections stay (C<--keep-section=.debug_*>), as with a
+-dbgsym package: for nginx, whose own types the database does not hold.
+Made once per test file in t/out, named NAME (a library's soname) or
+after PATH; dies unless C<readelf> shows C<.dynsym>, no C<.symtab>, and
+DWARF only when asked for.
 
 =item C<check_accounted(NAME, PARSED, NOVM)>
 
@@ -230,20 +233,21 @@ my $stripped_dir;
 END { File::Path::remove_tree($stripped_dir) if $stripped_dir }
 
 sub stripped {
-	my ($path, $name) = @_;
+	my ($path, $name, $dwarf) = @_;
 	my $dir = $stripped_dir = "$ROOT/t/out/stripped.$$";
 	make_path($dir);
 	if (!defined $name) {
 		($name = $path) =~ s{^\Q$ROOT\E/}{};
 		$name =~ s{/}{_}g;
 	}
-	my $copy = "$dir/$name";
+	make_path("$dir/" . ($dwarf ? 'dwarf' : 'bare'));
+	my $copy = "$dir/" . ($dwarf ? 'dwarf' : 'bare') . "/$name";
 	return $copy if -x $copy;
-	system('strip', '--strip-all', '--keep-section=.debug_*', '-o', $copy, $path) == 0
+	system('strip', '--strip-all', $dwarf ? ('--keep-section=.debug_*') : (), '-o', $copy, $path) == 0
 		or die "strip $path: $?\n";
 	my $sections = `readelf -S -W $copy`;
 	die "$copy: not stripped as expected\n" unless $sections =~ /\.dynsym/ && $sections !~ /\.symtab/
-		&& $sections =~ /\.debug_info/;
+		&& ($sections =~ /\.debug_info/ xor !$dwarf);
 	return $copy;
 }
 

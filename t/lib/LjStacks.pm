@@ -23,7 +23,9 @@ count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
 truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
 share of a CPU; undef when the lines are missing), C<pids> (samples per
-process id), C<bad> (lines that fit neither), C<cpu> and C<wall> (the
+process id), C<layout> (binary => the layout database's entry, from
+stap++'s "using layout" line on stderr for a stripped binary), C<bad>
+(lines that fit neither), C<cpu> and C<wall> (the
 target's CPU seconds sampled, and the wall seconds of the sessions, from
 their start to their end: more than they sampled; from VM::sample_sh's
 note, undef without it).
@@ -111,6 +113,8 @@ sub parse {
 	for my $line (split /\n/, $text) {
 		if ($line =~ /^# session \d+$/) {    # VM::sample_sh: another session's output
 			$session->();
+		} elsif ($line =~ /^stap\+\+: using layout '([^']+)' for '([^']+)' \(no debug info\)$/) {
+			$p{layout}{$2} = $1;    # the layout database's entry for a stripped binary
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) samples taken, (\d+) with a Lua stack \((\d+) in JIT code, (\d+) interpreted, (\d+) in C functions, (\d+) in GC, (\d+) in other VM states\)/) {
 			$add->([qw(samples lua jit interp c gc other)], $1, $2, $3, $4, $5, $6, $7);
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) not running Lua, (\d+) before the VM was found, (\d+) skipped \(faults\), (\d+) dropped \(nojit\/nointerp\), (\d+) truncated at depth (\d+), (\d+) inconsistent/) {
@@ -132,7 +136,7 @@ sub parse {
 		} elsif ($line =~ /^# sampled: (\d+) ns of CPU time, (\d+) ns of wall time in (\d+) s/) {
 			@p{qw(cpu wall)} = ($1 / 1e9, $2 / 1e9);    # VM::sample_sh's note
 			push @{ $p{warnings} }, $line;
-		} elsif ($line =~ /^WARNING: / || $line =~ /^# /) {
+		} elsif ($line =~ /^WARNING: / || $line =~ /^# / || $line =~ /^stap\+\+: warning: /) {
 			push @{ $p{warnings} }, $line;
 		} elsif ($line =~ /^\t(\d+)$/) {
 			# each distinct stack once, most frequent first
