@@ -4,7 +4,9 @@
 # debug nginx + lua module (t/apps/nginx.conf on a free port) under wrk:
 # one worker with the JIT on, off and with FFI calls (the assertions of
 # t/41, foo's share within 2 points), the JIT off again with nginx and
-# libluajit without their symbol tables, then --master with two workers.
+# libluajit without their symbol tables, the JIT on with Debian's own
+# stripped nginx, lua module and libluajit2 (issue 21), then --master
+# with two workers.
 use strict;
 use warnings;
 use FindBin;
@@ -13,11 +15,11 @@ use TestUtil;
 use LjStacks;
 use Bpf;
 use File::Basename ();
+use Cwd ();
 use Test::More;
 
 my $conf = "$ROOT/t/apps/nginx.conf";
 my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
-my $ffi_line = LjStacks::line_of($conf, qr/t\.ffi = true/);
 my $app = "$ROOT/t/apps/test.lua";
 # foo's share of the foo + bar samples within 2 points, as t/70 (8,889
 # samples, 11 s of the worker's CPU time); --master is about the workers:
@@ -39,26 +41,42 @@ sub sample {
 	return $p;
 }
 
-# nginx and its libluajit without their symbol tables (issue 21): the VM
+# nginx and its libluajit stripped (issue 21): libluajit as a distribution
+# ships it (its layouts from the layout database), nginx with its DWARF
+# as from a -dbgsym package (the database holds no nginx types); the VM
 # found from the exported ngx_cycle and modules, the handlers of the
 # shared library named from its dispatch table
-my %bare = (nginx => Bpf::stripped("$ROOT/build/nginx/sbin/nginx"),
+my %bare = (nginx => Bpf::stripped("$ROOT/build/nginx/sbin/nginx", undef, 1),
 	libs => File::Basename::dirname(Bpf::stripped("$ROOT/build/luajit-gc64/lib/libluajit-5.1.so.2",
 		'libluajit-5.1.so.2')));
 my %p;
-for my $c (['jit', '/', 0], ['nojit', '/', 1], ['ffi', '/ffi', 0], ['nojit stripped', '/', 1, %bare]) {
+# Debian's own nginx, lua module and libluajit2, stripped and without
+# debug symbols (Bpf::nginx stock => 1): the LuaJIT from the layout
+# database, the VM found as in the luajit CLI (nginx's own layouts are
+# unknown), and stderr says both
+for my $c (['jit', '/', 0], ['nojit', '/', 1], ['ffi', '/ffi', 0], ['nojit stripped', '/', 1, %bare],
+           ['jit stock', '/', 0, stock => 1]) {
 	my ($mode, $url, $nojit, %bin) = @$c;
-	(my $seed = $mode) =~ s/ stripped$//;
+	(my $seed = $mode) =~ s/ (?:stripped|stock)$//;
 	# heavy() calls of 7 to 16 ms, far from the 1 ms sampling period
 	# (t/70: a trace runs 2000000 iterations in 1.6 ms, and aliases)
 	my $n = Bpf::nginx(workers => 1, nojit => $nojit, heavy => $mode eq 'jit' ? 20000000 : 2000000, %bin);
 	ok @{ $n->{workers} } == 1, "$mode: nginx runs one worker";
 	my $p = $p{$mode} = sample("nginx $mode", $n, $url, 4, ['-x', $n->{workers}[0]], LjStacks::seed_samples($CLAIM));
-	my $line = $mode eq 'ffi' ? $ffi_line : $chunk_line;
+	# (the config nginx runs: the stock one has Debian's load_module lines on top)
+	my $line = LjStacks::line_of("$n->{prefix}/nginx.conf",
+		$mode eq 'ffi' ? qr/t\.ffi = true/ : qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
 	LjStacks::check_seed("nginx $mode", $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
 		mode => $seed eq 'ffi' ? 'ffi-native' : $seed, lines => 0, claim => $CLAIM);
 	Bpf::check_accounted("nginx $mode", $p);
 }
+my $stock = $p{'jit stock'};
+my $lj2 = Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
+is_deeply $stock->{layout}, { $lj2 => 'luajit2-2.1-20230119-gc64' },
+	"nginx jit stock: stderr names the layout database's entry for Debian's libluajit2";
+ok scalar(grep { m{^stap\+\+: warning: no debug info in '/usr/sbin/nginx': .* found as in the luajit CLI} }
+	@{ $stock->{warnings} // [] }), 'nginx jit stock: stderr says the VM is found as in the luajit CLI'
+	or diag join("\n", @{ $stock->{warnings} // [] });
 # (lj_BC_ADDVV and lj_BC_IFORL, 30 to 65% each)
 is_deeply LjStacks::top_leaves($p{'nojit stripped'}, 0.05), LjStacks::top_leaves($p{nojit}, 0.05),
 	'nginx nojit stripped: the main leaves named as with symbols';

@@ -138,9 +138,20 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	}
 	if (dw_has_member(dw, "TValue", "it64", NULL, &gc64) < 0 ||
 	    dw_has_member(dw, "TValue", "ftsz", NULL, &fr2) < 0 ||
-	    dw_has_member(dw, "GCstr", "sid", NULL, &ly->str_sid) < 0 ||
-	    dw_has_type(dw, "ngx_http_lua_main_conf_t", NULL, &ly->nginx) < 0)
+	    dw_has_member(dw, "GCstr", "sid", NULL, &ly->str_sid) < 0)
 		return -1;
+	const char *ngx = dw_database_binary(dw) ? dw_nodebug_nginx(dw) : NULL;
+	if (ngx) {
+		/* a stock nginx: its own layouts and the lua module's are
+		   unknown, but its VM is found as in the luajit CLI (vm.c) */
+		warning("no debug info in '%s': the lua module's layouts are "
+			"unknown, so its Lua VM is found as in the luajit CLI (from "
+			"the interpreter's DISPATCH register), and coroutines that "
+			"ngx_lua resumes end at their own frames", ngx);
+		ly->nginx = 0;
+	} else if (dw_has_type(dw, "ngx_http_lua_main_conf_t", NULL, &ly->nginx) < 0) {
+		return -1;
+	}
 	const struct off o[] = {
 		{ "lua_State", "glref", &L_glref }, { "lua_State", "cframe", &L_cframe },
 		{ "lua_State", "base", &L_base }, { "lua_State", "stack", &L_stack },

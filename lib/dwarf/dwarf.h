@@ -148,6 +148,12 @@ int dw_refused(struct dw_set *set);
  * nothing was asked yet.  Valid until dw_set_free(). */
 const char *dw_database_binary(struct dw_set *set);
 
+/* The path of an nginx of the set (it exports ngx_cycle) that has no debug
+ * info, or NULL.  Its own types and the lua module's are then unknown:
+ * the layout database holds LuaJIT's only.  Ask after a query has opened
+ * the set's binaries.  Valid until dw_set_free(). */
+const char *dw_nodebug_nginx(struct dw_set *set);
+
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a
  * script's own error (@error), missing debug info may be why a type was

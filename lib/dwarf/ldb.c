@@ -424,6 +424,12 @@ struct dw_bin *ldb_nodebug_nginx(struct dw_set *set)
 	return NULL;
 }
 
+const char *dw_nodebug_nginx(struct dw_set *set)
+{
+	struct dw_bin *b = ldb_nodebug_nginx(set);
+	return b ? b->path : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Recording */
 
