@@ -38,6 +38,15 @@ struct {
 	__type(value, struct ljb_proc);
 } pids SEC(".maps");
 
+/* Samples per process: apart from pids, whose entries user space rewrites
+   (setting g), which would undo an increment made in between. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} psamples SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -512,7 +521,11 @@ int lj_sample(void *ctx)
 	if (!proc)
 		return 0;
 	count(LJB_N_SAMPLES, 1);
-	__sync_fetch_and_add(&proc->samples, 1);
+	__u64 one = 1, *ns = bpf_map_lookup_elem(&psamples, &pid);
+	if (!ns && bpf_map_update_elem(&psamples, &pid, &one, BPF_NOEXIST) != 0)
+		ns = bpf_map_lookup_elem(&psamples, &pid);	/* another CPU made it */
+	if (ns)
+		__sync_fetch_and_add(ns, 1);
 	w = bpf_map_lookup_elem(&scratch, &zero);
 	if (!w)
 		goto out;

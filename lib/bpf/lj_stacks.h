@@ -79,9 +79,10 @@ struct ljb_sym {
 };
 
 /* Per-target-process state (pids map). */
+/* A sampled process (map pids; user space writes whole entries, so
+ * what the kernel counts per process is in its own map, psamples). */
 struct ljb_proc {
 	__u64 g;		/* its global_State, 0 until found */
-	__u64 samples;
 	__u64 r14;		/* before g is found: the last r14 (the
 				   interpreter's DISPATCH) whose G's main
 				   thread points back at G, a candidate that

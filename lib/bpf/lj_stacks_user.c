@@ -368,7 +368,7 @@ static void report(struct session *s)
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned long long n[LJB_N_MAX] = {0}, truncated = 0, broken = 0, lost = 0;
 	__u64 *v = xcalloc(ncpu, sizeof(*v));
-	int sfd = bpf_map__fd(s->skel->maps.stacks), pfd = bpf_map__fd(s->skel->maps.pids);
+	int sfd = bpf_map__fd(s->skel->maps.stacks), pfd = bpf_map__fd(s->skel->maps.psamples);
 	__u64 key, next, cnt;
 	int more;
 
@@ -429,13 +429,13 @@ static void report(struct session *s)
 	__u32 pk, pn;
 	for (more = bpf_map_get_next_key(pfd, NULL, &pn) == 0; more;
 	     more = bpf_map_get_next_key(pfd, &pk, &pn) == 0) {
-		struct ljb_proc pv;
+		__u64 pv;
 		pk = pn;
-		if (bpf_map_lookup_elem(pfd, &pk, &pv) < 0 || !pv.samples)
+		if (bpf_map_lookup_elem(pfd, &pk, &pv) < 0 || !pv)
 			continue;
 		pc = xrealloc(pc, (np + 1) * sizeof(*pc));
 		pc[np].pid = pk;
-		pc[np++].n = pv.samples;
+		pc[np++].n = pv;
 	}
 	qsort(pc, np, sizeof(*pc), by_samples);
 	fputs("WARNING: lj-lua-stacks: samples per process (pid:samples):", stderr);
