@@ -323,11 +323,18 @@ sub check_seed {
 		Test::More::is($top // '', 'C:sqrt*', "$name: sqrt is the most frequent native leaf");
 	} else {
 		# natively sqrt is a few instructions: its share is small, but it
-		# is the native leaf, on top of the trace that calls it
-		my $sqrt = count_with($p, sub { $_[0] eq 'C:sqrt' && ($_[1] // '') =~ /^trace#\d+:test\.lua:\d+$/ });
-		my $other = count_with($p, sub { $_[0] =~ /^C:/ && $_[0] ne 'C:sqrt' });
-		Test::More::ok($sqrt > 0 && $sqrt > $other,
-			"$name: C:sqrt leaves on a trace frame ($sqrt; other native leaves $other)")
+		# is the native leaf, on top of the trace that calls it.  libm's
+		# sqrt is the wrapper C:sqrt and its inner function (glibc's
+		# __sqrt_finite), named from libc6-dbg: a sample lands in either
+		# (1179 vs 1251 once, when the inner one was counted as "other")
+		my $fam = qr/^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/;
+		my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' && ($_[1] // '') =~ /^trace#\d+:test\.lua:\d+$/ });
+		my $sqrt = count_with($p, sub { $_[0] =~ $fam && ($_[1] // '') =~ /^trace#\d+:test\.lua:\d+$/ });
+		my $other = count_with($p, sub { $_[0] =~ /^C:/ && $_[0] !~ $fam });
+		Test::More::ok($exact > 0, "$name: C:sqrt leaves on a trace frame ($exact)")
+			or Test::More::diag(dump_stacks($p, 12));
+		Test::More::ok($sqrt > $other,
+			"$name: sqrt (C:sqrt or libm's inner sqrt) the main native leaf ($sqrt; other native leaves $other)")
 			or Test::More::diag(dump_stacks($p, 12));
 	}
 	return ($pf, $n);
