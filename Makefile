@@ -136,13 +136,15 @@ VM_CHAIN_A = t/{18,22,30,31,32,33,36,40,43,44,63,64,65}-*.t
 # machine they install what is missing (dev/deps: idempotent, a few seconds
 # when nothing is) before anything is built: 'all' needs cc, clang and
 # libbpf, which dev/deps installs.  REPEAT=N runs the VM and eBPF tests N
-# times and prints each file's failures (dev/test-repeat).
+# times and prints each file's failures (dev/test-repeat).  When a test
+# fails, dev/test-digest ends the run with what each failed test said.
 PROVE_RULES = --rules='seq=$(VM_CHAIN_A)' --rules='seq=t/*-vm*.t' --rules='seq=**'
 test:
 	dev/deps
 	$(MAKE) all
 ifeq ($(REPEAT),)
-	prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/
+	@mkdir -p t/out/.diag && touch t/out/.diag/.start
+	prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || { dev/test-digest; exit 1; }
 else
 	dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS)
 endif

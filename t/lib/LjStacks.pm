@@ -426,9 +426,12 @@ sub top_leaves {
 	return [sort grep { $n{$_} >= $share * $p->{total} } keys %n];
 }
 
+# The first N stacks of P as text, with its warnings; with CODE, only the
+# stacks whose frames CODE->(FRAMES...) is true for.
 sub dump_stacks {
-	my ($p, $n) = @_;
+	my ($p, $n, $code) = @_;
 	my @s = @{ $p->{stacks} };
+	@s = grep { $code->(@{ $_->{frames} }) } @s if $code;
 	$#s = $n - 1 if @s > $n;
 	return join('', map { join("\n", @{ $_->{frames} }) . "\t$_->{count}\n\n" } @s)
 		. join("\n", @{ $p->{warnings} // [] });

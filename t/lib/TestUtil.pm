@@ -27,6 +27,33 @@ our $ROOT = abs_path(dirname(__FILE__) . '/../..');
 # The stap++ under test ($STAPXX_BIN: test another build).
 our $STAPXX = $ENV{STAPXX_BIN} // "$ROOT/stap++";
 
+# Failures and diag() go to stderr and, for make test's digest of a failed
+# run (dev/test-digest), to t/out/.diag/NAME.log (NAME: the test file's).
+# In a parallel prove run the stderr of all tests is interleaved; this log
+# is one test's alone.
+{
+	package TestUtil::Tee;
+	sub TIEHANDLE { my ($class, @fh) = @_; return bless [@fh], $class }
+	sub PRINT { my $self = shift; print {$_} @_ for @$self; return 1 }
+	sub PRINTF { my $self = shift; my $f = shift; return $self->PRINT(sprintf($f, @_)) }
+	sub BINMODE { return 1 }
+	sub FILENO { return fileno(STDERR) }
+}
+if ($0 =~ m{(?:^|/)([\w.-]+)\.t$}) {
+	my $dir = "$ROOT/t/out/.diag";
+	make_path($dir);
+	if (open(my $log, '>', "$dir/$1.log")) {
+		$log->autoflush(1);
+		open(my $err, '>&', \*STDERR) or die "stderr: $!";
+		$err->autoflush(1);
+		require Symbol;
+		my $tee = Symbol::gensym();
+		tie *$tee, 'TestUtil::Tee', $err, $log;
+		require Test::Builder;
+		Test::Builder->new->failure_output($tee);
+	}
+}
+
 # A fresh, empty t/out/NAME/ (absolute path).
 sub scratch {
 	my ($name) = @_;
