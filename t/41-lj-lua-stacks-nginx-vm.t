@@ -56,7 +56,7 @@ sub ngx_case {
 	# lj-lua-bt ends by itself (one backtrace); lj-lua-stacks samples
 	# until its output holds the samples its claim needs
 	my $sample = defined $o{samples}
-		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples})
+		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples}, undef, stop => 1)
 		: "timeout -s INT -k 10 40 staprun $run";
 	return <<"SH";
 mkdir -p logs

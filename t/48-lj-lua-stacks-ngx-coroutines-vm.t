@@ -26,7 +26,7 @@ ok $ko, 'lj-lua-stacks builds for nginx' or diag $vm->build_log;
 
 sub co_case {
 	my (%o) = @_;
-	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_co.ko', '$worker', NgxCo::samples($CLAIM));
+	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_co.ko', '$worker', NgxCo::samples($CLAIM), undef, stop => 1);
 	return VM::nginx_up(conf => 't/apps/nginx-co.conf',
 		env => "export HEAVY_N=$o{heavy}") . <<"SH" . VM::nginx_down();
 echo "# master: \$master worker: \$worker"

@@ -17,8 +17,9 @@ on stderr; lines starting with "# " are the test's own notes and are
 skipped, but for C<# session N> (VM::sample_sh), which starts the output
 of another session of the same sample: their stacks and statistics are
 added up (the probe's cost averaged over their samples), and C<sessions>
-holds each one's C<stacks> (distinct stacks printed), C<total> and
-C<stats>.  Returns a hash ref: C<stacks> (array of { frames => [...],
+holds each one's C<stacks> (distinct stacks printed), C<total>,
+C<stats> and C<asked> (the samples it was to stop at, from its start line
+"sampling ... or N samples": --arg samples or stapxx_samples).  Returns a hash ref: C<stacks> (array of { frames => [...],
 count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
 truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
@@ -113,6 +114,8 @@ sub parse {
 	for my $line (split /\n/, $text) {
 		if ($line =~ /^# session \d+$/) {    # VM::sample_sh: another session's output
 			$session->();
+		} elsif ($line =~ /^WARNING: lj-lua-stacks: sampling .* or (\d+) samples; press Ctrl-C to stop$/) {
+			$sess->{asked} = $1;
 		} elsif ($line =~ /^stap\+\+: using layout '([^']+)' for '([^']+)' \(no debug info\)$/) {
 			$p{layout}{$2} = $1;    # the layout database's entry for a stripped binary
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) samples taken, (\d+) with a Lua stack \((\d+) in JIT code, (\d+) interpreted, (\d+) in C functions, (\d+) in GC, (\d+) in other VM states\)/) {

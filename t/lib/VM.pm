@@ -140,13 +140,14 @@ C<staprun [OPTS] -x $pid MODULE> in the foreground, then kills the target.
 Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
 C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30),
-C<samples> (a module built without C<time> samples until its output
-holds that many samples, with C<sample_sh>; C<taken> counts the samples
-taken instead, and C<hz> is the module's rate, as C<sample_sh> takes them; C<timeout> then defaults to
+C<samples> (a module of lj-lua-stacks built without C<time> samples until
+its output holds that many samples, with C<sample_sh> and C<stop>; C<taken>
+counts the samples taken instead, without C<stop>, and C<hz> is the
+module's rate, as C<sample_sh> takes them; C<timeout> then defaults to
 120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
 
-=item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1] [, hz => HZ]])>
+=item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1] [, hz => HZ] [, stop => 1]])>
 
 Shell text that runs CMD (a staprun of lj-lua-stacks built without
 C<time>: it samples until SIGINT) until its output holds SAMPLES samples
@@ -162,7 +163,10 @@ gives the guest's timer fewer ticks per second of the target's CPU time
 (380 to 850 of 1,000 measured), so when a session falls short another
 one samples the rest, up to 4, each after a C<# session N> line (which
 LjStacks::parse reads), until TIMEOUT (default 120) seconds of wall
-time.  Prints the sessions' output (stdout and stderr), then
+time.  With C<stop>, CMD is a staprun of lj-lua-stacks and each session
+gets C<stapxx_samples=MISSING> (a hundredth more): the module stops
+itself once it has taken them, so no CPU time is guessed (the session
+still ends at TIMEOUT).  Prints the sessions' output (stdout and stderr), then
 C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions>
 (the target's CPU time from the start lines to the SIGINTs, and the
 wall time from each session's start to its end, more than it sampled;
@@ -329,7 +333,7 @@ sub staprun_sh {
 	my $run;
 	if (defined $o{samples}) {
 		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout},
-			taken => $o{taken}, hz => $o{hz});
+			taken => $o{taken}, hz => $o{hz}, stop => !$o{taken});
 	} else {
 		my $t = $o{timeout} // 30;
 		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
@@ -352,6 +356,13 @@ sub sample_sh {
 		? q{sed -n 's/^WARNING: lj-lua-stacks: \([0-9]*\) samples taken,.*/\1/p' "$1" | awk '{ n += $1 } END { printf "%d\n", n }'}
 		: q{awk '/^\t[0-9]+$/ { n += substr($0, 2) } END { printf "%d\n", n }' "$1"};
 	my $kill = $timeout + 30;
+	# stop: the module stops itself once the samples missing are taken
+	# (lj-lua-stacks' stapxx_samples), so a session neither overshoots
+	# nor falls short when the guest's timer ticks less than guessed
+	# (a hundredth more: stacks dropped as inconsistent are not printed,
+	# and a second session for a handful of samples costs seconds)
+	my $stop = $o{stop} ? ' stapxx_samples=$(((' . $samples . ' - got) * 101 / 100 + 2))' : '';
+	my $cpu_stop = $o{stop} ? ': the module stops itself' : '[ $u -ge $ns ] && break';
 	# the first session's guess: 85% of the module's rate per second of
 	# the target's CPU time (880 to 1,150 of 1,000 seen in a loaded make
 	# test; a session that falls short costs a second one, about 4 s)
@@ -375,7 +386,7 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 	[ \$k -gt 1 ] && echo "# session \$k" >> "\$CASE/sample.out"
 	t0=\$(date +%s%N)
 	left=\$(($timeout - \$(date +%s) + w0))
-	timeout -s INT -k 10 $kill $cmd > "\$CASE/s\$k.out" 2>&1 &
+	timeout -s INT -k 10 $kill $cmd$stop > "\$CASE/s\$k.out" 2>&1 &
 	sp=\$!
 	i=0
 	until started "\$CASE/s\$k.out"; do
@@ -388,7 +399,7 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 	# 4 polls a second: the time left is counted in them
 	while kill -0 \$sp 2>/dev/null; do
 		cpu_ns; u=\$((cpu - c0))
-		[ \$u -ge \$ns ] && break
+		$cpu_stop
 		i=\$((i + 1)); [ \$i -ge \$((4 * left)) ] && break
 		sleep 0.25
 	done
