@@ -116,7 +116,7 @@ sub leak_master_case {
 	my $counts = $o{counts} // 1;
 	my $url = $counts ? '/ping' : "/go?n=$n";
 	my $pre = $counts ? <<"SH" : '';
-for i in \$(seq 1 20); do curl -s -o /dev/null 'http://127.0.0.1:8080/go?n=0'; done
+curl -s -H 'Connection: close' 'http://127.0.0.1:8080/go?n=0&i=[1-20]' > /dev/null
 counts base
 wrk -t1 -c32 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
 grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
