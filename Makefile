@@ -138,13 +138,16 @@ VM_CHAIN_A = t/{18,22,30,31,32,33,36,40,43,44,63,64,65}-*.t
 # libbpf, which dev/deps installs.  REPEAT=N runs the VM and eBPF tests N
 # times and prints each file's failures (dev/test-repeat).  When a test
 # fails, dev/test-digest ends the run with what each failed test said.
+# STAPXX_VM_SERVER=1: the VM tests share one VM, booted once (dev/vm-run).
 PROVE_RULES = --rules='seq=$(VM_CHAIN_A)' --rules='seq=t/*-vm*.t' --rules='seq=**'
 test:
 	dev/deps
 	$(MAKE) all
 ifeq ($(REPEAT),)
 	@mkdir -p t/out/.diag && touch t/out/.diag/.start
-	prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || { dev/test-digest; exit 1; }
+	STAPXX_VM_SERVER=1 prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
+		{ dev/vm-run --stop-server; dev/test-digest; exit 1; }
+	dev/vm-run --stop-server
 else
 	dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS)
 endif

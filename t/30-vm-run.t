@@ -4,6 +4,9 @@
 # one boot checking the guest environment, output, exit status and the job
 # dir; one boot from a copy of the repository under /tmp (the guest's /tmp
 # tmpfs must not hide it) stopped with SIGTERM; one boot that times out.
+# Then the kept VM (STAPXX_VM_SERVER=1, as make test runs): jobs one after
+# another in one boot, each with a fresh /tmp and nothing left running by
+# the one before; a job whose guest kernel logged an error stops it.
 use strict;
 use warnings;
 use FindBin;
@@ -14,6 +17,8 @@ use Test::More;
 use File::Temp qw(tempdir);
 use File::Path qw(make_path remove_tree);
 
+# the one-shot VM first: each job its own boot
+my $server_env = delete $ENV{STAPXX_VM_SERVER};
 my $vm = VM->new;
 my $out = $vm->out;
 my $run = "$ROOT/dev/vm-run";
@@ -140,5 +145,45 @@ spit("$out/slow.sh", "echo started\nsleep 300\n");
 is $st, 1, 'timeout: exit 1';
 like $log, qr/^started$/m, 'timeout: the output so far is shown' or diag $log;
 like $log, qr/error: the job timed out after 30 s \(--timeout\)/, 'timeout: said';
+
+# --- the kept VM ---
+$ENV{STAPXX_VM_SERVER} = 1;
+spit("$out/keep1.sh", <<'SH');
+echo "boot=$(cat /proc/sys/kernel/random/boot_id)"
+touch /tmp/left-by-job1
+sleep 1000 &
+echo "sleeper=$!"
+exit 5
+SH
+spit("$out/keep2.sh", <<'SH');
+echo "boot=$(cat /proc/sys/kernel/random/boot_id)"
+echo "tmp=$(ls /tmp | wc -l)"
+echo "sleepers=$(pgrep -x sleep | wc -l)"
+SH
+spit("$out/keep3.sh", <<'SH');
+echo "boot=$(cat /proc/sys/kernel/random/boot_id)"
+echo '<3>stappp test: an error in the kernel log' > /dev/kmsg
+SH
+my %k;
+for my $n (1 .. 4) {
+	my $script = $n == 4 ? 'keep2.sh' : "keep$n.sh";
+	remove_tree("$out/keep$n");
+	($st, $log) = run_cmd($in_out, $run, '--timeout', '120', '--out', "$out/keep$n", "$out/$script");
+	$k{$n} = { $log =~ /^(\w+)=(.*)$/mg };
+	@{ $k{$n} }{qw(st log)} = ($st, $log);
+}
+is $k{1}{st}, 5, "kept VM: the job's exit status (5) is vm-run's" or diag $k{1}{log};
+ok $k{1}{boot} && $k{2}{boot} && $k{1}{boot} eq $k{2}{boot}, 'kept VM: the next job runs in the same boot'
+	or diag "$k{1}{log}\n$k{2}{log}";
+is $k{2}{tmp}, 0, 'kept VM: each job gets a fresh /tmp';
+is $k{2}{sleepers}, 0, 'kept VM: what a job left running is gone before the next one' or diag $k{2}{log};
+unlike slurp("$out/keep2/.vm/dmesg") // '', qr/Linux version/, 'kept VM: .vm/dmesg holds the job\'s kernel log, not the boot\'s';
+is $k{3}{st}, 1, 'kept VM: a job whose guest kernel logged an error fails' or diag $k{3}{log};
+like $k{3}{log}, qr/stappp test: an error in the kernel log/, '... and the error is shown';
+ok $k{4}{boot} && $k{4}{boot} ne $k{3}{boot}, 'kept VM: after a failed job, the next one boots a fresh VM' or diag $k{4}{log};
+($st, $log) = run_cmd($in_out, $run, '--stop-server');
+is $st, 0, '--stop-server: status 0' or diag $log;
+ok !-e "$ROOT/build/vm/server/qemu.pid", '--stop-server: the kept VM is gone';
+if (defined $server_env) { $ENV{STAPXX_VM_SERVER} = $server_env } else { delete $ENV{STAPXX_VM_SERVER} }
 
 done_testing;
