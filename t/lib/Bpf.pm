@@ -10,9 +10,15 @@ against real targets, for the t/7*.t tests.
 
 =over 4
 
-=item C<spawn(CMD...)>
+=item C<spawn([{ stdout => FILE },] CMD...)>
 
-Starts CMD in the background (stdout and stderr to /dev/null); returns its pid.
+Starts CMD in the background (stdout and stderr to /dev/null, or stdout
+to FILE); returns its pid.
+
+=item C<wait_end(H, SECONDS)>
+
+Waits at most SECONDS for the session H (of C<start>) to end by itself
+(a target that exits ends it); returns whether it did.
 
 =item C<stacks(TARGET, ARGS...)>
 
@@ -46,7 +52,10 @@ the last session's and the outputs concatenated.
 
 The two halves of C<stacks>: C<start> runs the session in the background
 and waits (at most 60 s) for its start line; it returns a handle, whose
-C<started> is true when the line came.  C<finish> sends SIGNAL (e.g.
+C<started> is true when the line came.  C<start_sample(SAMPLE, TARGET,
+ARGS...)> does the same for another sample (SAMPLE: its name, e.g.
+C<lj-lua-off-cpu>); C<run(SAMPLE, TARGET, ARGS...)> runs one to its end
+and returns (status, stdout, stderr).  C<finish> sends SIGNAL (e.g.
 C<'INT'>) unless the session has ended, waits for it and returns what
 C<stacks> returns.
 
@@ -113,11 +122,12 @@ use LjStacks;
 use Test::More ();
 
 sub spawn {
+	my $o = ref $_[0] eq 'HASH' ? shift : {};
 	my @cmd = @_;
 	my $pid = fork() // die "fork: $!";
 	if (!$pid) {
 		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>', '/dev/null');
+		open(STDOUT, '>', $o->{stdout} // '/dev/null');
 		open(STDERR, '>', '/dev/null');
 		{ exec { $cmd[0] } @cmd; }
 		POSIX::_exit(127);
@@ -125,10 +135,15 @@ sub spawn {
 	return $pid;
 }
 
+sub run {
+	my ($sample, $target, @args) = @_;
+	return run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx",
+		@$target, map { ('--arg', $_) } @args);
+}
+
 sub stacks {
 	my ($target, @args) = @_;
-	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx",
-		@$target, map { ('--arg', $_) } @args);
+	my ($st, $out, $err) = run('lj-lua-stacks', $target, @args);
 	return ($st, $out, $err, LjStacks::parse("$out\n$err"));
 }
 
@@ -144,7 +159,11 @@ sub cpu {
 my $sessions = 0;
 
 sub start {
-	my ($target, @args) = @_;
+	return start_sample('lj-lua-stacks', @_);
+}
+
+sub start_sample {
+	my ($sample, $target, @args) = @_;
 	my $base = "$ROOT/t/out/.bpf.$$." . ++$sessions;
 	make_path("$ROOT/t/out");
 	my $pid = fork() // die "fork: $!";
@@ -152,7 +171,7 @@ sub start {
 		open(STDIN, '<', '/dev/null');
 		open(STDOUT, '>', "$base.out");
 		open(STDERR, '>', "$base.err");
-		my @cmd = ("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", @$target,
+		my @cmd = ("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx", @$target,
 			map { ('--arg', $_) } @args);
 		{ exec { $cmd[0] } @cmd; }
 		POSIX::_exit(127);
@@ -172,6 +191,16 @@ sub _ended {
 	return 1 if defined $h->{status};
 	return 0 unless waitpid($h->{pid}, POSIX::WNOHANG()) == $h->{pid};
 	$h->{status} = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+	return 1;
+}
+
+sub wait_end {
+	my ($h, $secs) = @_;
+	my $t0 = time;
+	until (_ended($h)) {
+		return 0 if time - $t0 > $secs;
+		sleep 0.05;
+	}
 	return 1;
 }
 
