@@ -96,13 +96,14 @@ static int start(struct session *s, const struct ljb_target *t, struct dw_set *d
 	return attach(s);
 }
 
-/* Samples until the session ends; the program detached, the ring
+/* Samples until the session ends (VERB: the start line's, see
+ * ljb_core_loop()); the program detached, the ring
  * buffer drained.  0, or -1 after error(). */
-static int sample(struct session *s)
+static int sample(struct session *s, const char *verb)
 {
 	double dt;
 
-	if (ljb_core_loop(&s->c, s->o->time, "sampling", &dt) < 0)
+	if (ljb_core_loop(&s->c, s->o->time, verb, &dt) < 0)
 		return -1;
 	detach(s);
 	ljb_core_drain(&s->c);
@@ -167,7 +168,7 @@ int ljb_stacks_run(const struct ljb_target *t, const struct ljb_opts *o, struct 
 	struct session s = { .o = o };
 	int rc = EXIT_FAIL;
 
-	if (start(&s, t, dw, 0) == 0 && sample(&s) == 0) {
+	if (start(&s, t, dw, 0) == 0 && sample(&s, "sampling") == 0) {
 		report(&s);
 		rc = 0;
 	}
@@ -231,7 +232,7 @@ int ljb_bt_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_s
 		/* (set after ljb_core_open, which clears the core) */
 		s.c.on_stack = on_bt;
 		s.c.ctx = &s;
-		if (sample(&s) == 0) {
+		if (sample(&s, "waiting for a sample in Lua") == 0) {
 			ljb_sum_percpu(bpf_map__fd(s.skel->maps.stats), n, LJB_N_MAX);
 			if (s.found)
 				rc = 0;
@@ -269,7 +270,7 @@ int ljb_states_run(const struct ljb_target *t, const struct ljb_opts *o, struct 
 
 	so.hz = 1000;	/* timer.profile's rate */
 	so.depth = 1;
-	if (start(&s, t, dw, 1) == 0 && sample(&s) == 0) {
+	if (start(&s, t, dw, 1) == 0 && sample(&s, "sampling") == 0) {
 		ljb_sum_percpu(bpf_map__fd(s.skel->maps.stats), n, LJB_N_MAX);
 		struct state v[] = {
 			{ "trace", "JIT-compiled code (traces)", n[LJB_N_JIT] },
