@@ -114,9 +114,9 @@ struct ljb_wait {
 
 /* Its counters (per-CPU array wstats): waits and microseconds of each
  * kind, the switch-out's cost (ns, waits), the microseconds that found no
- * room in the weights map. */
+ * room in the weights map, the waits whose end was not seen. */
 #define LJB_W_N(kind) (2 * (kind))
 #define LJB_W_US(kind) (2 * (kind) + 1)
-enum { LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_MAX };
+enum { LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_UNSEEN, LJB_W_MAX };
 
 #endif

@@ -93,6 +93,9 @@ static void report(struct ljb_core *c, struct lj_offcpu *skel, const struct ljb_
 			"%llu us in inconsistent stacks (dropped), %llu us in stacks beyond the "
 			"first %ld distinct ones (dropped; --arg maxstacks=N raises it)\n", name,
 			t.truncated, o->depth, t.broken, t.lost + t.unnamed, o->maxstacks);
+	if (w[LJB_W_UNSEEN])
+		fprintf(stderr, "WARNING: %s: %llu waits dropped: the thread was not seen switched "
+			"in before it blocked again (their time is not known)\n", name, w[LJB_W_UNSEEN]);
 	if (w[LJB_W_COSTN]) {
 		unsigned long long avg = w[LJB_W_COST] / w[LJB_W_COSTN];
 		fprintf(stderr, "WARNING: %s: %llu.%llu us per wait in the switch-out probe on "
