@@ -99,6 +99,7 @@ lib/bpf/%.skel.h: lib/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 lib/bpf/lj_stacks_user.o: lib/bpf/lj_stacks.skel.h
 lib/bpf/lj_offcpu_user.o: lib/bpf/lj_offcpu.skel.h
+lib/bpf/lj_fio_user.o: lib/bpf/lj_fio.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)

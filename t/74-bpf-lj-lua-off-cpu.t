@@ -20,8 +20,7 @@ use LjWait;
 use Bpf;
 use Stats;
 use POSIX qw(ceil);
-use Time::HiRes qw(time sleep);
-use File::Path ();
+use Time::HiRes qw(sleep);
 use Test::More;
 
 my $CLAIM = 3;
@@ -35,32 +34,17 @@ my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(
 
 # Runs FUNC of wait-run.lua ROUNDS times under BUILD (gc64, nogc64) and
 # MODE (jit, nojit) with a session started before the app's first wait
-# (the app waits for a file); ARGS: the session's --arg values.  AFTER: a
-# sub run once the app was told to go, given the session's handle.
+# (Bpf::go_session); ARGS: the session's --arg values; AFTER: as there.
 # Returns (status, stdout, stderr, parsed with LjWait::parse, the app's
 # accounting).
 sub session {
 	my (%o) = @_;
-	my $lj = "$ROOT/build/luajit-$o{build}/bin/luajit";
-	my ($go, $app) = map { "$ROOT/t/out/offcpu.$$.$_" } qw(go app);
-	unlink $go, $app;
-	File::Path::make_path("$ROOT/t/out");
-	my $pid = Bpf::spawn({ stdout => $app }, $lj, $run, $o{rounds}, $o{mode}, $o{func} // 'offcpu', '.', $go, $U);
-	my $t0 = time;
-	sleep 0.02 until (slurp($app) // '') =~ /^ready$/m || time - $t0 > 30;
-	my $h = Bpf::start_sample('lj-lua-off-cpu', ['-x', $pid], @{ $o{args} // [] });
-	ok $h->{started}, "$o{name}: the session started";
-	spit($go, '');
-	$o{after}->($h) if $o{after};
-	waitpid($pid, 0);
-	# the target exited: the session ends with it
-	my $ended = Bpf::wait_end($h, 10);
-	ok $ended || $o{after}, "$o{name}: the session ended when the target did";
-	my ($st, $out, $err) = Bpf::finish($h, 'INT');
-	my $text = slurp($app) // '';
-	unlink $go, $app;
-	my $acct = LjWait::acct(join('', map { "# app: $_\n" } split /\n/, $text));
-	return ($st, $out, $err, LjWait::parse("$out\n$err", 'lj-lua-off-cpu'), $acct);
+	my $r = Bpf::go_session(sample => 'lj-lua-off-cpu', args => $o{args}, after => $o{after},
+		cmd => ["$ROOT/build/luajit-$o{build}/bin/luajit", $run, $o{rounds}, $o{mode}, $o{func} // 'offcpu', '.', 'GO', $U]);
+	ok $r->{started}, "$o{name}: the session started";
+	ok $r->{ended} || $o{after}, "$o{name}: the session ended when the target did";
+	my $acct = LjWait::acct(join('', map { "# app: $_\n" } split /\n/, $r->{app}));
+	return ($r->{status}, $r->{out}, $r->{err}, LjWait::parse("$r->{out}\n$r->{err}", 'lj-lua-off-cpu'), $acct);
 }
 
 # Every switch-out taken (the cost line's count) is accounted for on
@@ -136,10 +120,11 @@ for my $c (['gc64', 'jit'], ['nogc64', 'nojit']) {
 {
 	my ($st, $out, $err, $p) = session(name => 'long', build => 'gc64', mode => 'jit', rounds => 1,
 		func => 'long_wait', after => sub {
-			my ($h) = @_;
+			my ($h, $app) = @_;
 			sleep 2;
 			kill 'INT', $h->{pid};
 			Bpf::wait_end($h, 10);
+			kill 'TERM', $app;
 		});
 	my $w = $p->{wait};
 	is $st, 0, 'blocked longer than the session: status 0' or diag $err;

@@ -16,8 +16,6 @@ use lib "$FindBin::Bin/lib";
 use TestUtil;
 use Bpf;
 use Stats;
-use File::Path ();
-use Time::HiRes qw(time sleep);
 use Test::More;
 
 my $CLAIM = 3;
@@ -42,22 +40,12 @@ sub parse {
 # stdout, stderr, the app's accounting { jit, interp }).
 sub session {
 	my ($name, @ljargs) = @_;
-	my ($go, $app) = map { "$ROOT/t/out/states.$$.$_" } qw(go app);
-	unlink $go, $app;
-	File::Path::make_path("$ROOT/t/out");
-	my $pid = Bpf::spawn({ stdout => $app }, "$ROOT/build/luajit-gc64/bin/luajit", @ljargs,
-		"$ROOT/t/apps/states.lua", $CPU, $go);
-	my $t0 = time;
-	sleep 0.02 until (slurp($app) // '') =~ /^ready$/m || time - $t0 > 30;
-	my $h = Bpf::start_sample('lj-vm-states', ['-x', $pid]);
-	ok $h->{started}, "$name: the session started";
-	spit($go, '');
-	waitpid($pid, 0);
-	ok Bpf::wait_end($h, 10), "$name: the session ended when the target did";
-	my ($st, $out, $err) = Bpf::finish($h, 'INT');
-	my %acct = (slurp($app) // '') =~ /^acct (\w+) (\d+)$/mg;
-	unlink $go, $app;
-	return ($st, $out, $err, \%acct);
+	my $r = Bpf::go_session(sample => 'lj-vm-states',
+		cmd => ["$ROOT/build/luajit-gc64/bin/luajit", @ljargs, "$ROOT/t/apps/states.lua", $CPU, 'GO']);
+	ok $r->{started}, "$name: the session started";
+	ok $r->{ended}, "$name: the session ended when the target did";
+	my %acct = $r->{app} =~ /^acct (\w+) (\d+)$/mg;
+	return ($r->{status}, $r->{out}, $r->{err}, \%acct);
 }
 
 {

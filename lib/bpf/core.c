@@ -343,7 +343,8 @@ int ljb_core_start(struct ljb_core *c)
 	return 0;
 }
 
-int ljb_core_loop(struct ljb_core *c, long time, const char *verb, double *elapsed)
+int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *more,
+		  double *elapsed)
 {
 	double t0, last = 0, t;
 	int gone = 0;
@@ -354,11 +355,11 @@ int ljb_core_loop(struct ljb_core *c, long time, const char *verb, double *elaps
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (time > 0)
-		fprintf(stderr, "WARNING: %s: %s for %ld s; press Ctrl-C to stop\n",
-			c->t.name, verb, time);
+		fprintf(stderr, "WARNING: %s: %s for %ld s%s; press Ctrl-C to stop\n",
+			c->t.name, verb, time, more);
 	else
-		fprintf(stderr, "WARNING: %s: %s until Ctrl-C; press Ctrl-C to stop\n",
-			c->t.name, verb);
+		fprintf(stderr, "WARNING: %s: %s until Ctrl-C%s; press Ctrl-C to stop\n",
+			c->t.name, verb, more);
 	t0 = ljb_now();
 	while (!stop && !c->stop) {
 		ring_buffer__poll(c->rb, 20);
@@ -400,6 +401,27 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 			t->truncated += n;
 		c->texts[e->text].count += n;
 	}
+}
+
+void ljb_core_add_leaf(struct ljb_core *c, uint64_t id, const char *leaf,
+		       unsigned long long n, struct ljb_tally *t)
+{
+	struct ljb_idtext *e = id_slot(c, id);
+	struct buf b = {0};
+	long k;
+
+	if (!leaf || !*leaf || !e->id || e->end == LJB_END_BROKEN || e->text < 0) {
+		ljb_core_add(c, id, n, t);
+		return;
+	}
+	if (e->end == LJB_END_TRUNC)
+		t->truncated += n;
+	ljb_escape(&b, leaf, strlen(leaf));
+	buf_adds(&b, "\n");
+	buf_adds(&b, c->texts[e->text].s);
+	k = text_index(c, b.s);	/* (it may move texts) */
+	c->texts[k].count += n;
+	buf_free(&b);
 }
 
 static int by_count(const void *a, const void *b)
@@ -479,6 +501,20 @@ void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what)
 		fprintf(stderr, " %u:%llu", pc[i].pid, pc[i].n);
 	fputc('\n', stderr);
 	free(pc);
+}
+
+void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const char *unit,
+		      long depth, long maxstacks)
+{
+	if (t->truncated || t->broken || t->lost)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks truncated at depth %ld (printed), "
+			"%llu %s in inconsistent stacks (dropped), %llu %s in stacks beyond the "
+			"first %ld distinct ones (dropped; --arg maxstacks=N raises it)\n",
+			c->t.name, t->truncated, unit, depth, t->broken, unit, t->lost, unit,
+			maxstacks);
+	if (t->unnamed)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks not named: the target's memory was "
+			"gone before (dropped)\n", c->t.name, t->unnamed, unit);
 }
 
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,

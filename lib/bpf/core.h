@@ -35,6 +35,7 @@ struct ljb_target {
 struct ljb_opts {
 	long time, depth, hz, limit, maxstacks, min_us;
 	long lines, fullpath, nojit, nointerp;
+	long weight, files;	/* lj-lua-fio: 0 us, 1 bytes; file leaves */
 };
 
 /* A stack id and what user space made of it. */
@@ -84,6 +85,17 @@ struct ljb_core {
 	size_t nscans;
 };
 
+/* After loading SKEL (any skeleton of a program on lj_walk.bpf.h): gives
+ * core C the fds of its shared maps and its globals. */
+#define LJB_CORE_MAPS(c, skel) do {					\
+	(c)->pids_fd = bpf_map__fd((skel)->maps.pids);			\
+	(c)->syms_fd = bpf_map__fd((skel)->maps.syms);			\
+	(c)->files_fd = bpf_map__fd((skel)->maps.files);		\
+	(c)->events_fd = bpf_map__fd((skel)->maps.events);		\
+	(c)->nsyms = &(skel)->bss->nsyms;				\
+	(c)->nfiles = &(skel)->bss->nfiles;				\
+} while (0)
+
 /*
  * ljb_core_open - checks the kernel's BTF, loads the layouts from DW and
  * the first target process's symbols, sets up the table of MAXSTACKS
@@ -102,14 +114,16 @@ int ljb_core_load_error(void);
 int ljb_core_start(struct ljb_core *c);
 
 /*
- * ljb_core_loop - runs the session: prints "NAME: VERB for N s; press
- * Ctrl-C to stop" (or "until Ctrl-C"), then names new stacks from the ring
+ * ljb_core_loop - runs the session: prints "NAME: VERB for N sMORE; press
+ * Ctrl-C to stop" (or "until Ctrl-C"; MORE: "" or e.g. ", weighted by
+ * bytes"), then names new stacks from the ring
  * buffer and follows the target's processes every 50 ms, until TIME
  * seconds (0: none), Ctrl-C, c->stop, or the target's end (returns 1
  * then, else 0; -1 after error()).  *ELAPSED: the seconds it ran.  The
  * caller detaches its program, then calls ljb_core_drain().
  */
-int ljb_core_loop(struct ljb_core *c, long time, const char *verb, double *elapsed);
+int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *more,
+		  double *elapsed);
 
 /* Names the stacks still in the ring buffer. */
 void ljb_core_drain(struct ljb_core *c);
@@ -122,6 +136,11 @@ double ljb_now(void);
 void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 		  struct ljb_tally *t);
 
+/* As ljb_core_add, with the frame LEAF (escaped) below the stack's
+ * innermost one ("" or NULL: none). */
+void ljb_core_add_leaf(struct ljb_core *c, uint64_t id, const char *leaf,
+		       unsigned long long n, struct ljb_tally *t);
+
 /* Prints the texts with a count, heaviest first, at most LIMIT (0: all),
  * as "TEXT\tCOUNT\n\n"; returns the total printed. */
 unsigned long long ljb_core_print(struct ljb_core *c, long limit);
@@ -132,6 +151,12 @@ void ljb_sum_percpu(int fd, unsigned long long *n, size_t nk);
 /* Prints "NAME: WHAT (pid:UNIT): P:N ..." from the hash map FD (pid ->
  * count), most first, 16 at most. */
 void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what);
+
+/* Prints, when the tally T has any, the line of the weight (in UNIT)
+ * left out of the graph or cut, as the SystemTap samples' ljw_limits, and
+ * the one of stacks not named because the target's memory was gone. */
+void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const char *unit,
+		      long depth, long maxstacks);
 
 /* Prints "NAME: N EVENTS skipped: WHY" for each fault reason of the
  * statistics N (LJB_N_*) and the UNNAMED stacks. */

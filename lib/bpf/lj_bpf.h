@@ -119,4 +119,30 @@ struct ljb_wait {
 #define LJB_W_US(kind) (2 * (kind) + 1)
 enum { LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_UNSEEN, LJB_W_MAX };
 
+/* lj-lua-fio (lj_fio.bpf.c): a call's kind (LJB_R_* of ljb_take, as the
+ * waits' kinds). */
+#define LJB_FNAME 64	/* file names kept (files=1), with the NUL */
+
+/* A system call in progress (map calls, by thread id). */
+struct ljb_call {
+	__u64 since;	/* bpf_ktime_get_ns() at sys_enter */
+	__u64 id;	/* stack id (LJB_K_LUA) */
+	__u32 kind, pid;
+	char name[LJB_FNAME];	/* the file's name (files=1), else empty */
+};
+
+/* A stack id and the file's name (map weights of lj_fio.bpf.c). */
+struct ljb_fkey {
+	__u64 id;
+	char name[LJB_FNAME];
+};
+
+/* Its counters (per-CPU array fstats): calls, microseconds and bytes of
+ * each kind, the calls on files that are not regular, the switch-out's
+ * cost (ns, calls), the weight that found no room in the weights map. */
+#define LJB_F_N(kind) (3 * (kind))
+#define LJB_F_US(kind) (3 * (kind) + 1)
+#define LJB_F_BYTES(kind) (3 * (kind) + 2)
+enum { LJB_F_OTHER = 3 * LJB_K_SHORT, LJB_F_COST, LJB_F_COSTN, LJB_F_LOST, LJB_F_MAX };
+
 #endif

@@ -55,25 +55,7 @@ struct {
 
 static __always_inline void wcount(__u32 k, __u64 v)
 {
-	__u64 *p = bpf_map_lookup_elem(&wstats, &k);
-
-	if (p)
-		*p += v;
-}
-
-/* Adds V to KEY's value in the hash map M; 0, or -1 when M is full. */
-static __always_inline int hadd(void *m, void *key, __u64 v)
-{
-	__u64 *p = bpf_map_lookup_elem(m, key);
-
-	if (!p && bpf_map_update_elem(m, key, &v, BPF_NOEXIST) == 0)
-		return 0;
-	if (!p)
-		p = bpf_map_lookup_elem(m, key);	/* another CPU made it */
-	if (!p)
-		return -1;
-	__sync_fetch_and_add(p, v);
-	return 0;
+	ljb_pcpu_add(&wstats, k, v);
 }
 
 /* Ends the wait W of thread TID at NOW (the sample's __offcpu_end). */
@@ -86,12 +68,12 @@ static __always_inline void wait_end(__u32 tid, struct ljb_wait *w, __u64 now)
 	if (us < min_us)
 		kind = LJB_K_SHORT;
 	else
-		hadd(&pus, &pid, us);
+		ljb_hadd(&pus, &pid, us);
 	if (kind >= LJB_K_MAX)
 		return;
 	wcount(LJB_W_N(kind), 1);
 	wcount(LJB_W_US(kind), us);
-	if (kind == LJB_K_LUA && hadd(&weights, &id, us) < 0)
+	if (kind == LJB_K_LUA && ljb_hadd(&weights, &id, us) < 0)
 		wcount(LJB_W_LOST, us);
 }
 

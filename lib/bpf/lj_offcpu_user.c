@@ -88,11 +88,7 @@ static void report(struct ljb_core *c, struct lj_offcpu *skel, const struct ljb_
 	if (open[0])
 		fprintf(stderr, "WARNING: %s: %llu waits still open at the end, counted up to "
 			"it: %llu us\n", name, open[0], open[1]);
-	if (t.truncated || t.broken || t.lost || t.unnamed)
-		fprintf(stderr, "WARNING: %s: %llu us in stacks truncated at depth %ld (printed), "
-			"%llu us in inconsistent stacks (dropped), %llu us in stacks beyond the "
-			"first %ld distinct ones (dropped; --arg maxstacks=N raises it)\n", name,
-			t.truncated, o->depth, t.broken, t.lost + t.unnamed, o->maxstacks);
+	ljb_print_limits(c, &t, "us", o->depth, o->maxstacks);
 	if (w[LJB_W_UNSEEN])
 		fprintf(stderr, "WARNING: %s: %llu waits dropped: the thread was not seen switched "
 			"in before it blocked again (their time is not known)\n", name, w[LJB_W_UNSEEN]);
@@ -133,12 +129,7 @@ int ljb_offcpu_run(const struct ljb_target *t, const struct ljb_opts *o, struct 
 		ljb_core_load_error();
 		goto out;
 	}
-	c.pids_fd = bpf_map__fd(skel->maps.pids);
-	c.syms_fd = bpf_map__fd(skel->maps.syms);
-	c.files_fd = bpf_map__fd(skel->maps.files);
-	c.events_fd = bpf_map__fd(skel->maps.events);
-	c.nsyms = &skel->bss->nsyms;
-	c.nfiles = &skel->bss->nfiles;
+	LJB_CORE_MAPS(&c, skel);
 	if (ljb_core_start(&c) < 0)
 		goto out;
 	link = bpf_program__attach(skel->progs.lj_switch);
@@ -148,7 +139,7 @@ int ljb_offcpu_run(const struct ljb_target *t, const struct ljb_opts *o, struct 
 	}
 	printf("# stap++ type=us\n");
 	fflush(stdout);
-	gone = ljb_core_loop(&c, o->time, "tracing", &traced);
+	gone = ljb_core_loop(&c, o->time, "tracing", "", &traced);
 	if (gone < 0)
 		goto out;
 	/* the end: waits still open are counted up to it */

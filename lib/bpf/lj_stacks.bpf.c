@@ -27,18 +27,14 @@ struct {
 SEC("perf_event")
 int lj_sample(void *ctx)
 {
-	__u64 t0 = bpf_ktime_get_ns(), id, one = 1, *ns;
+	__u64 t0 = bpf_ktime_get_ns(), id;
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct ljb_proc *proc = bpf_map_lookup_elem(&pids, &pid);
 
 	if (!proc)
 		return 0;
 	count(LJB_N_SAMPLES, 1);
-	ns = bpf_map_lookup_elem(&psamples, &pid);
-	if (!ns && bpf_map_update_elem(&psamples, &pid, &one, BPF_NOEXIST) != 0)
-		ns = bpf_map_lookup_elem(&psamples, &pid);	/* another CPU made it */
-	if (ns)
-		__sync_fetch_and_add(ns, 1);
+	ljb_hadd(&psamples, &pid, 1);
 	ljb_take(pid, proc, &id);
 	count(LJB_N_COST, bpf_ktime_get_ns() - t0);
 	return 0;

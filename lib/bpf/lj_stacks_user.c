@@ -85,12 +85,7 @@ static int start(struct session *s, const struct ljb_target *t, struct dw_set *d
 	bpf_map__set_max_entries(s->skel->maps.stacks, maxstacks);
 	if (lj_stacks__load(s->skel))
 		return ljb_core_load_error();
-	s->c.pids_fd = bpf_map__fd(s->skel->maps.pids);
-	s->c.syms_fd = bpf_map__fd(s->skel->maps.syms);
-	s->c.files_fd = bpf_map__fd(s->skel->maps.files);
-	s->c.events_fd = bpf_map__fd(s->skel->maps.events);
-	s->c.nsyms = &s->skel->bss->nsyms;
-	s->c.nfiles = &s->skel->bss->nfiles;
+	LJB_CORE_MAPS(&s->c, s->skel);
 	if (ljb_core_start(&s->c) < 0)
 		return -1;
 	return attach(s);
@@ -103,7 +98,7 @@ static int sample(struct session *s, const char *verb)
 {
 	double dt;
 
-	if (ljb_core_loop(&s->c, s->o->time, verb, &dt) < 0)
+	if (ljb_core_loop(&s->c, s->o->time, verb, "", &dt) < 0)
 		return -1;
 	detach(s);
 	ljb_core_drain(&s->c);

@@ -19,10 +19,11 @@
 #include <bpf/bpf_helpers.h>
 #include "lj_bpf.h"
 
-/* x86-64 user registers (struct pt_regs); CO-RE relocates the fields
+/* x86-64 user registers (struct pt_regs; di: a system call's first
+ * argument); CO-RE relocates the fields
  * against the running kernel's BTF. */
 struct pt_regs {
-	unsigned long bx, dx, ip, r14;
+	unsigned long bx, dx, ip, r14, di;
 } __attribute__((preserve_access_index));
 
 const volatile struct ljb_cfg cfg;
@@ -90,12 +91,34 @@ struct {
 	__type(value, struct walk);
 } scratch SEC(".maps");
 
-static __always_inline void count(__u32 k, __u64 v)
+/* Adds V to entry K of the per-CPU array MAP. */
+static __always_inline void ljb_pcpu_add(void *map, __u32 k, __u64 v)
 {
-	__u64 *p = bpf_map_lookup_elem(&stats, &k);
+	__u64 *p = bpf_map_lookup_elem(map, &k);
 
 	if (p)
 		*p += v;
+}
+
+/* Adds V to KEY's value in the hash map MAP (created if new); 0, or -1
+ * when MAP is full. */
+static __always_inline int ljb_hadd(void *map, void *key, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(map, key);
+
+	if (!p && bpf_map_update_elem(map, key, &v, BPF_NOEXIST) == 0)
+		return 0;
+	if (!p)
+		p = bpf_map_lookup_elem(map, key);	/* another CPU made it */
+	if (!p)
+		return -1;
+	__sync_fetch_and_add(p, v);
+	return 0;
+}
+
+static __always_inline void count(__u32 k, __u64 v)
+{
+	ljb_pcpu_add(&stats, k, v);
 }
 
 #define MIX(h, v) (((h) ^ (__u64)(v)) * 0x100000001b3ULL)

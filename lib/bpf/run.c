@@ -5,6 +5,7 @@
 #include "base/wrapper.h"
 #include "bpf/core.h"
 #include "bpf/layout.h"
+#include "bpf/lj_fio_user.h"
 #include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
 #include "dwarf/dwarf.h"
@@ -20,14 +21,18 @@
 
 #define NATIVE_TAG "# stap++ native: bpf "
 
-/* An option an implementation honours: its range and where it goes. */
+/* An option an implementation honours: its range (or its words, the
+ * value their index) and where it goes. */
 struct opt {
 	const char *name;
 	long lo, hi;
 	size_t off;		/* in struct ljb_opts */
+	const char *const *words;	/* NULL-terminated, or NULL: a number */
 };
 
-#define O(name, lo, hi) { #name, lo, hi, offsetof(struct ljb_opts, name) }
+#define O(name, lo, hi) { #name, lo, hi, offsetof(struct ljb_opts, name), NULL }
+#define W(name, w) { #name, 0, 0, offsetof(struct ljb_opts, name), w }
+static const char *const weights[] = { "us", "bytes", NULL };
 #define BIG (1L << 30)
 
 /* An option of the sample that an implementation does not honour, and
@@ -58,6 +63,10 @@ static const struct impl impls[] = {
 	{ "lj-lua-off-cpu", "samples/lj-lua-off-cpu.sxx", ljb_offcpu_run,
 	  { O(time, 0, BIG), O(min_us, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1),
 	    O(fullpath, 0, 1), O(limit, 0, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
+	{ "lj-lua-fio", "samples/lj-lua-fio.sxx", ljb_fio_run,
+	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
+	    O(limit, 0, BIG), O(maxstacks, 1, 16384), W(weight, weights), O(files, 0, 1) },
+	  { { 0 } } },
 };
 
 /* The NAME of the script's "# stap++ native: bpf NAME" line (malloc'd),
@@ -106,6 +115,8 @@ static int parse_num(const char *v, long lo, long hi, long *out)
 {
 	char *end;
 
+	if (!v)
+		return -1;
 	errno = 0;
 	*out = strtol(v, &end, 10);
 	return errno || end == v || *end || *out < lo || *out > hi ? -1 : 0;
@@ -142,6 +153,19 @@ static int options(const struct bpf_run_opts *o, const struct impl *im,
 		for (const struct opt *q = im->opts; q->name && !op; q++)
 			if (strcmp(q->name, p->name) == 0)
 				op = q;
+		if (op && op->words) {
+			const char *w = v ? v : p->def;
+			for (n = 0; op->words[n] && (!w || strcmp(op->words[n], w) != 0); n++)
+				;
+			if (!op->words[n]) {
+				/* (the SystemTap sample's words) */
+				error("--arg %s must be %s or %s, not '%s'", p->name, op->words[0],
+				      op->words[1], w ? w : "");
+				return EXIT_USAGE;
+			}
+			*(long *)((char *)lo + op->off) = n;
+			continue;
+		}
 		if (op) {
 			if (!v && (!p->def || parse_num(p->def, op->lo, op->hi, &n) < 0))
 				return error("the default of --arg %s in '%s' ('%s') is not a "

@@ -59,6 +59,18 @@ and returns (status, stdout, stderr).  C<finish> sends SIGNAL (e.g.
 C<'INT'>) unless the session has ended, waits for it and returns what
 C<stacks> returns.
 
+=item C<go_session(%o)>
+
+Runs o{cmd} (an array ref: a workload that prints C<ready>, then waits
+for the file named by its argument C<GO>, a placeholder in o{cmd}, before
+its first event) under a session of o{sample} with --arg values o{args}:
+the session starts before the workload's first event, and ends when the
+workload exits (at most 10 s later; else SIGINT).  o{after}: a sub run
+once the workload was told to go, given the session's handle and the
+workload's pid.  Returns
+a hash ref: status, out, err (the session's), app (the workload's
+stdout), started, ended (by itself).
+
 =item C<ready(PID)>
 
 Waits (at most 60 s) until the process PID has used 0.1 s of CPU time:
@@ -214,6 +226,26 @@ sub finish {
 	my ($out, $err) = map { slurp("$h->{base}.$_") // '' } qw(out err);
 	unlink "$h->{base}.out", "$h->{base}.err";
 	return ($h->{status}, $out, $err, LjStacks::parse("$out\n$err"));
+}
+
+sub go_session {
+	my (%o) = @_;
+	my ($go, $app) = map { "$ROOT/t/out/go.$$.$_" } qw(go app);
+	unlink $go, $app;
+	make_path("$ROOT/t/out");
+	my $pid = spawn({ stdout => $app }, map { $_ eq 'GO' ? $go : $_ } @{ $o{cmd} });
+	my $t0 = time;
+	sleep 0.02 until (slurp($app) // '') =~ /^ready$/m || time - $t0 > 30;
+	my $h = start_sample($o{sample}, ['-x', $pid], @{ $o{args} // [] });
+	open(my $fh, '>', $go) or die "$go: $!";
+	close $fh;
+	$o{after}->($h, $pid) if $o{after};
+	waitpid($pid, 0);
+	my %r = (started => $h->{started}, ended => wait_end($h, 10));
+	@r{qw(status out err)} = finish($h, 'INT');
+	$r{app} = slurp($app) // '';
+	unlink $go, $app;
+	return \%r;
 }
 
 sub ready {
