@@ -83,7 +83,7 @@ lib/%.a:
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # The eBPF backend (--runtime=bpf): lib/bpf/*.bpf.c built with clang
-# -target bpf against lib/bpf/lj_stacks.h and libbpf's headers only (no
+# -target bpf against lib/bpf/lj_bpf.h and libbpf's headers only (no
 # kernel headers: the few kernel types are declared there and relocated by
 # CO-RE against the running kernel's BTF at load time), and a bpftool
 # skeleton.
@@ -91,13 +91,15 @@ CLANG   ?= clang
 BPFTOOL ?= $(or $(wildcard /usr/sbin/bpftool),bpftool)
 LDLIBS_BPF := -lbpf -lelf -lz
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
-lib/bpf/lj_stacks.bpf.o: lib/bpf/lj_stacks.bpf.c lib/bpf/lj_stacks.h Makefile
+lib/bpf/%.bpf.o: lib/bpf/%.bpf.c lib/bpf/lj_walk.bpf.h lib/bpf/lj_bpf.h Makefile
 	$(quiet) CLANG $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ilib/bpf -c -o $@ $<
-lib/bpf/lj_stacks.skel.h: lib/bpf/lj_stacks.bpf.o
+lib/bpf/%.skel.h: lib/bpf/%.bpf.o
 	$(quiet) SKEL $@
-	$(Q)$(BPFTOOL) gen skeleton $< name lj_stacks > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 lib/bpf/lj_stacks_user.o: lib/bpf/lj_stacks.skel.h
+lib/bpf/lj_offcpu_user.o: lib/bpf/lj_offcpu.skel.h
+lib/bpf/lj_fio_user.o: lib/bpf/lj_fio.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)

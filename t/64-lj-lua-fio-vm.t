@@ -81,15 +81,6 @@ my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
-# The calls of a case that moved bytes: the calls on stderr but the one
-# at the end of each file read (the app counts its reads).
-sub calls_with_bytes {
-	my ($p, $acct) = @_;
-	my $eof = 0;
-	$eof += ($acct->{$_} // {})->{calls} // 0 for qw(read2 read1);
-	return ($p->{wait}{waits} // 0) - $eof;
-}
-
 # What every run of the workload shows: status 0, the session ended by the
 # app's exit, the unit, well-formed stacks.
 sub common {
@@ -119,7 +110,7 @@ for my $w (qw(us bytes)) {
 		$p->{wait}{waits} // 0, join(', ', map { "$_ $acct->{$_}{us} us $acct->{$_}{bytes} bytes" } sort keys %$acct));
 	if ($w eq 'bytes') {
 		share_ok('bytes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'read1'),
-			calls_with_bytes($p, $acct), claim => $BYTES_CLAIM);
+			LjWait::calls_with_bytes($p, $acct), claim => $BYTES_CLAIM);
 		my ($f2, $f1) = map { my $f = $_; LjStacks::count_with($p, sub { $_[0] eq $f }) } qw(file:data2 file:data1);
 		ok $f2 + $f1 == $p->{total}, "files=1: every stack has its file as the leaf ($f2 + $f1 of $p->{total})"
 			or diag LjStacks::dump_stacks($p, 8);
@@ -154,7 +145,7 @@ if (my $case = $c->{mixed}) {
 	my $p = common('mixed', $case, 'bytes');
 	my $acct = LjWait::acct($o);
 	my ($r2, $w1, $pipe) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 write1 piped);
-	my $n = calls_with_bytes($p, { read2 => $acct->{read2} });
+	my $n = LjWait::calls_with_bytes($p, { read2 => $acct->{read2} });
 	share_ok('writes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'write1'), $n, claim => $BYTES_CLAIM)
 		or diag LjStacks::dump_stacks($p, 8);
 	share_ok('writes: write1', $w1, LjWait::app_share($acct, 'bytes', 'write1', 'read2'), $n, claim => $BYTES_CLAIM);

@@ -57,10 +57,12 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 
 # a script without a native implementation
 {
-	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-vm-states.sxx", '-x', $$);
+	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-gc-objs.sxx", '-x', $$);
 	is $st, 1, 'no native implementation: exit 1';
-	like $err, qr/^stap\+\+: error: '\S*lj-vm-states\.sxx' has no native eBPF implementation/m, 'and says so';
-	like $err, qr/^hint: samples with one: samples\/lj-lua-stacks\.sxx$/m, 'and lists the samples with one';
+	like $err, qr/^stap\+\+: error: '\S*lj-gc-objs\.sxx' has no native eBPF implementation/m, 'and says so';
+	for my $s (qw(lj-lua-stacks lj-lua-bt lj-vm-states lj-lua-off-cpu lj-lua-fio)) {
+		like $err, qr/^hint: samples with one: samples\/\Q$s\E\.sxx$/m, "and lists the samples with one ($s)";
+	}
 	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=dyninst', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$);
 	is $st, 2, '--runtime=dyninst: usage error';
 	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$,
@@ -71,6 +73,37 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 		'--arg', 'interval=5');
 	is $st, 2, 'interval=5: usage error';
 	like $err, qr/--arg interval \(periodic profiles\) is not supported with --runtime=bpf/, 'interval: says so';
+}
+
+# the options are the sample's own ($^arg_* and their defaults): one the
+# eBPF implementation does not honour is refused unless at the sample's
+# default, never ignored; one the sample lacks is warned about, as the
+# SystemTap backend does; a value out of range is a usage error
+{
+	my $pid = Bpf::spawn($lj, "$ROOT/t/apps/run.lua", 3600, 'jit', 'plain');
+	ok Bpf::ready($pid), 'options: the target runs';
+	for my $c (['lj-lua-stacks', 'maxsyms=100', 'maxsyms \(a cache of symbols: the kernel side has the whole table\)'],
+		   ['lj-lua-bt', 'slots=1', 'slots \(the stack slots \(local variables\)\)'],
+		   ['lj-lua-stacks', 'interval=5', 'interval \(periodic profiles\)']) {
+		my ($sample, $arg, $re) = @$c;
+		my ($st, $out, $err) = Bpf::run($sample, ['-x', $pid], $arg);
+		is $st, 2, "$sample --arg $arg: usage error (exit 2)" or diag $err;
+		like $err, qr/^stap\+\+: error: --arg $re is not supported with --runtime=bpf$/m,
+			"$sample --arg $arg: the error names the option and what it does" or diag $err;
+		like $err, qr/^hint: run the sample without --runtime=bpf for it/m, "$sample --arg $arg: a hint";
+	}
+	# at the sample's default the option changes nothing: accepted
+	my ($st, $out, $err) = Bpf::run('lj-lua-bt', ['-x', $pid], 'slots=0', 'time=5');
+	is $st, 0, 'lj-lua-bt --arg slots=0 (its default): runs' or diag $err;
+	like $out, qr/^Lua backtrace of process $pid \(luajit\), VM state \w+:$/m, 'lj-lua-bt --arg slots=0: prints the backtrace';
+	($st, $out, $err) = Bpf::run('lj-vm-states', ['-x', $pid], 'time=1', 'nosuch=1');
+	is $st, 0, 'lj-vm-states --arg nosuch=1: runs' or diag $err;
+	like $err, qr/^stap\+\+: warning: --arg nosuch is not used by the script$/m, 'lj-vm-states --arg nosuch=1: warned' or diag $err;
+	($st, $out, $err) = Bpf::run('lj-lua-off-cpu', ['-x', $pid], 'min_us=-1');
+	is $st, 2, 'lj-lua-off-cpu --arg min_us=-1: usage error';
+	like $err, qr/--arg min_us must be a number from 0 to \d+, not '-1'/, 'lj-lua-off-cpu --arg min_us=-1: the range' or diag $err;
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
 }
 
 # a target that exits mid-session: the session ends, statistics printed

@@ -122,7 +122,8 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 		  G_vmstate, G_jit_base, gct, ffid, cf_f, fl_pc, proto, chunk,
 		  sizebc, fr_func = 0, fr_tp = 0, T_gct, T_startpc, T_mcode,
 		  T_szmcode, gg_g, gg_J, J_sizetrace, J_trace, gcref, tv,
-		  f_lua, f_c, f_cont, f_varg, st_interp, st_c, st_gc;
+		  f_lua, f_c, f_cont, f_varg, st_interp, st_c, st_gc,
+		  st_exit, st_record, st_opt, st_asm;
 	int has = 0, gc64 = 0, fr2 = 0;
 
 	memset(ly, 0, sizeof(*ly));
@@ -183,6 +184,8 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 		{ "FRAME_LUA", &f_lua }, { "FRAME_C", &f_c }, { "FRAME_CONT", &f_cont },
 		{ "FRAME_VARG", &f_varg }, { "LJ_VMST_INTERP", &st_interp },
 		{ "LJ_VMST_C", &st_c }, { "LJ_VMST_GC", &st_gc },
+		{ "LJ_VMST_EXIT", &st_exit }, { "LJ_VMST_RECORD", &st_record },
+		{ "LJ_VMST_OPT", &st_opt }, { "LJ_VMST_ASM", &st_asm },
 		{ "BC_MOV", &ly->bc_mov }, { "BC_GGET", &ly->bc_gget },
 		{ "BC_TGETS", &ly->bc_tgets }, { "BC_UGET", &ly->bc_uget },
 		{ "BC_KNIL", &ly->bc_knil }, { "BC_ITERC", &ly->bc_iterc },
@@ -230,6 +233,8 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	k->frame_lua = f_lua; k->frame_c = f_c; k->frame_cont = f_cont;
 	k->frame_varg = f_varg;
 	k->vmst_interp = -1 - st_interp; k->vmst_c = -1 - st_c; k->vmst_gc = -1 - st_gc;
+	k->vmst_exit = -1 - st_exit; k->vmst_record = -1 - st_record;
+	k->vmst_opt = -1 - st_opt; k->vmst_asm = -1 - st_asm;
 	/* lj_frame.h, CFRAME_OFS_PC / CFRAME_OFS_L, x86-64 POSIX */
 	k->cf_pc = gc64 ? 24 : 28;
 	k->cf_L = gc64 ? 16 : 24;

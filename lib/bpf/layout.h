@@ -2,7 +2,7 @@
 /*
  * bpf/layout.h - the LuaJIT (and nginx lua module) layouts the eBPF
  * backend needs, from the target's DWARF through lib/dwarf/dwarf.h: the kernel
- * side's struct ljb_cfg (lib/bpf/lj_stacks.h) and what user space needs to
+ * side's struct ljb_cfg (lib/bpf/lj_bpf.h) and what user space needs to
  * name frames (lib/bpf/symbolize.c).  No offset is hard-coded except the
  * C frame layout of the x86-64 interpreter, an assembler constant without
  * DWARF (as in tapset/luajit.sxx).
@@ -10,7 +10,7 @@
 #ifndef STAPXX_BPF_LAYOUT_H
 #define STAPXX_BPF_LAYOUT_H
 
-#include "bpf/lj_stacks.h"
+#include "bpf/lj_bpf.h"
 #include "dwarf/dwarf.h"
 
 #include <stdint.h>

@@ -1,27 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bpf/lj_stacks_user.h - lj-lua-stacks on eBPF: load lj_stacks.bpf.c with
- * the target's layouts, sample, name new stacks as they come, and print
- * the same output as samples/lj-lua-stacks.sxx (stdout: stacks; stderr:
- * the statistics lines, as stap's warn() prints them).
+ * bpf/lj_stacks_user.h - the samples on lj_stacks.bpf.c (a cpu-clock perf
+ * event per CPU), on the core of bpf/core.h: lj-lua-stacks (stacks on
+ * stdout, the statistics lines on stderr, as samples/lj-lua-stacks.sxx),
+ * lj-lua-bt (the first Lua stack seen, as samples/lj-lua-bt.sxx) and
+ * lj-vm-states (samples by VM state, as samples/lj-vm-states.sxx).
+ * Each returns 0, or EXIT_FAIL after error().  DW: the target's binaries.
  */
 #ifndef STAPXX_BPF_LJ_STACKS_H
 #define STAPXX_BPF_LJ_STACKS_H
 
-#include <sys/types.h>
-
+#include "bpf/core.h"
 #include "dwarf/dwarf.h"
 
-struct ljb_opts {
-	pid_t pid;		/* -x PID, or 0 */
-	pid_t master;		/* --master PID, or 0 */
-	const char *exec;	/* the target executable (for errors) */
-	long time, depth, hz, limit, maxstacks;
-	int lines, fullpath, nojit, nointerp;
-};
-
-/* Runs the session.  DW: the target's binaries.  Returns 0 or EXIT_FAIL
- * after error(). */
-int ljb_run(const struct ljb_opts *o, struct dw_set *dw);
+int ljb_stacks_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_set *dw);
+int ljb_bt_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_set *dw);
+int ljb_states_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_set *dw);
 
 #endif

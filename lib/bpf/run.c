@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/run.c - see bpf/run.h. */
 #include "bpf/run.h"
-#include "bpf/layout.h"
 #include "base/error.h"
 #include "base/wrapper.h"
-#include "bpf/lj_stacks.h"
+#include "bpf/core.h"
+#include "bpf/layout.h"
+#include "bpf/lj_fio_user.h"
+#include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
 #include "dwarf/dwarf.h"
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,53 @@
 
 #define NATIVE_TAG "# stap++ native: bpf "
 
-/* The samples that have a native implementation (for the error). */
-static const char *const native_samples[] = { "samples/lj-lua-stacks.sxx" };
+/* An option an implementation honours: its range (or its words, the
+ * value their index) and where it goes. */
+struct opt {
+	const char *name;
+	long lo, hi;
+	size_t off;		/* in struct ljb_opts */
+	const char *const *words;	/* NULL-terminated, or NULL: a number */
+};
+
+#define O(name, lo, hi) { #name, lo, hi, offsetof(struct ljb_opts, name), NULL }
+#define W(name, w) { #name, 0, 0, offsetof(struct ljb_opts, name), w }
+static const char *const weights[] = { "us", "bytes", NULL };
+#define BIG (1L << 30)
+
+/* An option of the sample that an implementation does not honour, and
+ * what it would have done (for the error). */
+struct unhonoured {
+	const char *name, *what;
+};
+
+struct impl {
+	const char *name, *sample;
+	int (*run)(const struct ljb_target *t, const struct ljb_opts *o, struct dw_set *dw);
+	struct opt opts[12];
+	struct unhonoured no[4];
+};
+
+static const struct impl impls[] = {
+	{ "lj-lua-stacks", "samples/lj-lua-stacks.sxx", ljb_stacks_run,
+	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
+	    O(nojit, 0, 1), O(nointerp, 0, 1), O(limit, 0, BIG), O(hz, 1, 10000),
+	    O(maxstacks, 1, 16384) },
+	  { { "interval", "periodic profiles" },
+	    { "maxsyms", "a cache of symbols: the kernel side has the whole table" } } },
+	{ "lj-lua-bt", "samples/lj-lua-bt.sxx", ljb_bt_run,
+	  { O(time, 1, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1) },
+	  { { "slots", "the stack slots (local variables)" } } },
+	{ "lj-vm-states", "samples/lj-vm-states.sxx", ljb_states_run,
+	  { O(time, 0, BIG) }, { { 0 } } },
+	{ "lj-lua-off-cpu", "samples/lj-lua-off-cpu.sxx", ljb_offcpu_run,
+	  { O(time, 0, BIG), O(min_us, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1),
+	    O(fullpath, 0, 1), O(limit, 0, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
+	{ "lj-lua-fio", "samples/lj-lua-fio.sxx", ljb_fio_run,
+	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
+	    O(limit, 0, BIG), O(maxstacks, 1, 16384), W(weight, weights), O(files, 0, 1) },
+	  { { 0 } } },
+};
 
 /* The NAME of the script's "# stap++ native: bpf NAME" line (malloc'd),
  * NULL if none; -1 when unreadable. */
@@ -62,24 +110,115 @@ int bpf_check_privilege(void)
 	return -1;
 }
 
-/* --arg NAME as a number (DEF when absent); marks it used.  -1 after
- * error() when not a number in [lo, hi]. */
-static int num_arg(const struct bpf_run_opts *o, const char *name, long def,
-		   long lo, long hi, long *out)
+/* V as a number in [lo, hi] into *OUT; -1 when it is not one. */
+static int parse_num(const char *v, long lo, long hi, long *out)
 {
-	*out = def;
-	for (size_t i = 0; i < o->nargs; i++) {
-		char *end;
-		if (strcmp(o->args[i].name, name) != 0)
+	char *end;
+
+	if (!v)
+		return -1;
+	errno = 0;
+	*out = strtol(v, &end, 10);
+	return errno || end == v || *end || *out < lo || *out > hi ? -1 : 0;
+}
+
+/* The value --arg NAME was given (marked used), NULL if none. */
+static const char *given(const struct bpf_run_opts *o, const char *name)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < o->nargs; i++)
+		if (strcmp(o->args[i].name, name) == 0) {
+			o->args[i].used = 1;
+			v = o->args[i].value;
+		}
+	return v;
+}
+
+/*
+ * The options of implementation IM from the sample's own parameters (X,
+ * from the expander) and --arg: each one IM honours from its --arg or the
+ * sample's default, in its range; one it does not honour only at the
+ * sample's default.  Returns 0, or EXIT_USAGE after error().
+ */
+static int options(const struct bpf_run_opts *o, const struct impl *im,
+		   const struct expansion *x, struct ljb_opts *lo)
+{
+	for (size_t i = 0; i < x->nparams; i++) {
+		const struct xparam *p = &x->params[i];
+		const char *v = given(o, p->name);
+		const struct opt *op = NULL;
+		long n;
+
+		for (const struct opt *q = im->opts; q->name && !op; q++)
+			if (strcmp(q->name, p->name) == 0)
+				op = q;
+		if (op && op->words) {
+			const char *w = v ? v : p->def;
+			for (n = 0; op->words[n] && (!w || strcmp(op->words[n], w) != 0); n++)
+				;
+			if (!op->words[n]) {
+				/* (the SystemTap sample's words) */
+				error("--arg %s must be %s or %s, not '%s'", p->name, op->words[0],
+				      op->words[1], w ? w : "");
+				return EXIT_USAGE;
+			}
+			*(long *)((char *)lo + op->off) = n;
 			continue;
-		o->args[i].used = 1;
-		errno = 0;
-		*out = strtol(o->args[i].value, &end, 10);
-		if (errno || end == o->args[i].value || *end || *out < lo || *out > hi)
-			return error("--arg %s must be a number from %ld to %ld, not '%s'",
-				     name, lo, hi, o->args[i].value);
+		}
+		if (op) {
+			if (!v && parse_num(p->def, op->lo, op->hi, &n) < 0) {
+				/* (the sample's own default: a bug of the sample) */
+				error("the default of --arg %s in '%s' ('%s') is not a number "
+				      "from %ld to %ld", p->name, o->script,
+				      p->def ? p->def : "none", op->lo, op->hi);
+				return EXIT_FAIL;
+			}
+			if (v && parse_num(v, op->lo, op->hi, &n) < 0) {
+				error("--arg %s must be a number from %ld to %ld, not '%s'",
+				      p->name, op->lo, op->hi, v);
+				hint("see docs/bpf.md for the options of --runtime=bpf");
+				return EXIT_USAGE;
+			}
+			*(long *)((char *)lo + op->off) = n;
+			continue;
+		}
+		if (!v || (p->def && strcmp(v, p->def) == 0))
+			continue;
+		const char *what = NULL;
+		for (const struct unhonoured *u = im->no; u->name && !what; u++)
+			if (strcmp(u->name, p->name) == 0)
+				what = u->what;
+		if (what)
+			error("--arg %s (%s) is not supported with --runtime=bpf", p->name, what);
+		else
+			error("--arg %s is not supported with --runtime=bpf", p->name);
+		hint("run the sample without --runtime=bpf for it; docs/bpf.md lists what "
+		     "each sample honours on eBPF");
+		return EXIT_USAGE;
 	}
+	for (size_t i = 0; i < o->nargs; i++)
+		if (!o->args[i].used)
+			warning("--arg %s is not used by the script", o->args[i].name);
 	return 0;
+}
+
+/* The sample's parameters ($^arg_* and their defaults), from the
+ * expander.  0, or -1 after error(). */
+static int scan_params(const struct bpf_run_opts *o, struct expansion *x)
+{
+	struct expand_opts eo = {0};
+	struct source *src = source_read(o->script);
+
+	memset(x, 0, sizeof(*x));
+	if (!src)
+		return -1;
+	eo.scan_only = 1;
+	if (o->incdirs) {
+		eo.incdirs = o->incdirs->v;
+		eo.nincdirs = o->incdirs->n;
+	}
+	return expand_script(&eo, src, x);
 }
 
 /* The target's executable and libraries, for their layouts. */
@@ -93,39 +232,19 @@ static struct dw_set *target_set(const struct target *t)
 	return dw;
 }
 
-static int lj_stacks(const struct bpf_run_opts *o, const struct target *t)
+static int run_impl(const struct bpf_run_opts *o, const struct impl *im,
+		    const struct target *t)
 {
-	struct ljb_opts lo = { .pid = o->pid, .master = o->master, .exec = t->exec };
-	long lines, fullpath, nojit, nointerp, interval, maxstacks;
+	struct ljb_target tg = { im->name, o->pid, o->master, t->exec };
+	struct ljb_opts lo = {0};
+	struct expansion x;
 	struct dw_set *dw;
 	int rc;
 
-	if (num_arg(o, "time", 0, 0, 1L << 30, &lo.time) < 0 ||
-	    num_arg(o, "depth", 100, 1, LJB_MAX_FRAMES, &lo.depth) < 0 ||
-	    num_arg(o, "lines", 0, 0, 1, &lines) < 0 ||
-	    num_arg(o, "fullpath", 0, 0, 1, &fullpath) < 0 ||
-	    num_arg(o, "nojit", 0, 0, 1, &nojit) < 0 ||
-	    num_arg(o, "nointerp", 0, 0, 1, &nointerp) < 0 ||
-	    num_arg(o, "limit", 0, 0, 1L << 30, &lo.limit) < 0 ||
-	    num_arg(o, "hz", 1000, 1, 10000, &lo.hz) < 0 ||
-	    num_arg(o, "maxstacks", 16384, 1, 16384, &maxstacks) < 0 ||
-	    num_arg(o, "interval", 0, 0, 1L << 30, &interval) < 0) {
-		hint("see docs/bpf.md for the options of --runtime=bpf");
-		return EXIT_USAGE;
-	}
-	if (interval) {
-		error("--arg interval (periodic profiles) is not supported with --runtime=bpf");
-		hint("run the sample without --runtime=bpf for periodic profiles");
-		return EXIT_USAGE;
-	}
-	lo.lines = lines;
-	lo.fullpath = fullpath;
-	lo.nojit = nojit;
-	lo.nointerp = nointerp;
-	lo.maxstacks = maxstacks;
-	for (size_t i = 0; i < o->nargs; i++)
-		if (!o->args[i].used)
-			warning("--arg %s is not used by the script", o->args[i].name);
+	rc = scan_params(o, &x) < 0 ? EXIT_FAIL : options(o, im, &x, &lo);
+	expansion_free(&x);
+	if (rc)
+		return rc;
 	if (getenv("STAPXX_BPF_LAYOUT_DUMP")) {
 		/* tests: the layouts of the target, without sampling */
 		struct ljb_layout ly;
@@ -141,15 +260,15 @@ static int lj_stacks(const struct bpf_run_opts *o, const struct target *t)
 		return EXIT_USAGE;
 	}
 	dw = target_set(t);
-	rc = ljb_run(&lo, dw);
+	rc = im->run(&tg, &lo, dw);
 	dw_set_free(dw);
 	return rc;
 }
 
 int bpf_run(const struct bpf_run_opts *o, const struct target *t)
 {
+	const struct impl *im = NULL;
 	char *name;
-	int rc;
 
 	if (!o->script || strcmp(o->script, "-") == 0) {
 		error("--runtime=bpf runs a sample's native eBPF implementation: give the "
@@ -158,19 +277,21 @@ int bpf_run(const struct bpf_run_opts *o, const struct target *t)
 	}
 	if (native_name(o->script, &name) < 0)
 		return EXIT_FAIL;
-	if (!name || strcmp(name, "lj-lua-stacks") != 0) {
+	for (size_t i = 0; name && i < sizeof(impls) / sizeof(*impls); i++)
+		if (strcmp(name, impls[i].name) == 0)
+			im = &impls[i];
+	if (!im) {
 		if (name)
 			error("'%s' names an unknown native implementation '%s'", o->script, name);
 		else
 			error("'%s' has no native eBPF implementation (--runtime=bpf)", o->script);
-		for (size_t i = 0; i < sizeof(native_samples) / sizeof(*native_samples); i++)
-			hint("samples with one: %s", native_samples[i]);
+		for (size_t i = 0; i < sizeof(impls) / sizeof(*impls); i++)
+			hint("samples with one: %s", impls[i].sample);
 		hint("run it without --runtime=bpf (a SystemTap module); a sample declares one "
 		     "with a header line '" NATIVE_TAG "NAME' (docs/bpf.md)");
 		free(name);
 		return EXIT_FAIL;
 	}
 	free(name);
-	rc = lj_stacks(o, t);
-	return rc;
+	return run_impl(o, im, t);
 }

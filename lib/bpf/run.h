@@ -6,9 +6,12 @@
  * A sample declares that it has one with a comment line of its own in its
  * header,
  *     # stap++ native: bpf NAME
- * where NAME names the implementation (today only "lj-lua-stacks", see
- * lib/bpf/lj_stacks.bpf.c).  Any other script under --runtime=bpf is an error
- * that lists the samples with one.
+ * where NAME names the implementation (lj-lua-stacks, lj-lua-bt,
+ * lj-vm-states, lj-lua-off-cpu, lj-lua-fio; see docs/bpf.md).  Any other script under
+ * --runtime=bpf is an error that lists the samples with one.  The options
+ * are the sample's own (its $^arg_* and their defaults, read by the
+ * expander's scan_only mode); one the implementation does not honour is
+ * refused when given a value other than the sample's default.
  */
 #ifndef STAPXX_BPF_RUN_H
 #define STAPXX_BPF_RUN_H
@@ -16,6 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/strbuf.h"
 #include "expand/expand.h"	/* struct expand_arg: the --arg list */
 #include "target/target.h"
 
@@ -26,6 +30,7 @@ struct bpf_run_opts {
 	pid_t master;			/* --master PID, or 0 */
 	struct expand_arg *args;	/* --arg NAME=VALUE */
 	size_t nargs;
+	const struct strv *incdirs;	/* module search path (its @use) */
 };
 
 /* Root, or CAP_BPF and CAP_PERFMON: 0, or -1 after error() and a hint

@@ -364,7 +364,8 @@ int main(int argc, char **argv)
 	parse_options(&o, argc, argv);
 	if (o.bpf && !o.run.list_args) {
 		/* a sample's native eBPF implementation (bpf/run.h) */
-		struct bpf_run_opts b = { o.run.script, o.pid, 0, o.run.args, o.run.nargs };
+		struct bpf_run_opts b = { o.run.script, o.pid, 0, o.run.args, o.run.nargs, &dirs };
+		module_search_path(&o.incdirs, &dirs);
 		if (bpf_check_privilege() == 0 && resolve(&o, &t) == 0) {
 			b.master = o.run.stap.master;
 			rc = bpf_run(&b, &t);

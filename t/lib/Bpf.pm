@@ -10,9 +10,15 @@ against real targets, for the t/7*.t tests.
 
 =over 4
 
-=item C<spawn(CMD...)>
+=item C<spawn([{ stdout => FILE },] CMD...)>
 
-Starts CMD in the background (stdout and stderr to /dev/null); returns its pid.
+Starts CMD in the background (stdout and stderr to /dev/null, or stdout
+to FILE); returns its pid.
+
+=item C<wait_end(H, SECONDS)>
+
+Waits at most SECONDS for the session H (of C<start>) to end by itself
+(a target that exits ends it); returns whether it did.
 
 =item C<stacks(TARGET, ARGS...)>
 
@@ -46,9 +52,24 @@ the last session's and the outputs concatenated.
 
 The two halves of C<stacks>: C<start> runs the session in the background
 and waits (at most 60 s) for its start line; it returns a handle, whose
-C<started> is true when the line came.  C<finish> sends SIGNAL (e.g.
+C<started> is true when the line came.  C<start_sample(SAMPLE, TARGET,
+ARGS...)> does the same for another sample (SAMPLE: its name, e.g.
+C<lj-lua-off-cpu>); C<run(SAMPLE, TARGET, ARGS...)> runs one to its end
+and returns (status, stdout, stderr).  C<finish> sends SIGNAL (e.g.
 C<'INT'>) unless the session has ended, waits for it and returns what
 C<stacks> returns.
+
+=item C<go_session(%o)>
+
+Runs o{cmd} (an array ref: a workload that prints C<ready>, then waits
+for the file named by its argument C<GO>, a placeholder in o{cmd}, before
+its first event) under a session of o{sample} with --arg values o{args}:
+the session starts before the workload's first event, and ends when the
+workload exits (at most 10 s later; else SIGINT).  o{after}: a sub run
+once the workload was told to go, given the session's handle and the
+workload's pid.  Returns
+a hash ref: status, out, err (the session's), app (the workload's
+stdout), started, ended (by itself).
 
 =item C<ready(PID)>
 
@@ -113,11 +134,12 @@ use LjStacks;
 use Test::More ();
 
 sub spawn {
+	my $o = ref $_[0] eq 'HASH' ? shift : {};
 	my @cmd = @_;
 	my $pid = fork() // die "fork: $!";
 	if (!$pid) {
 		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>', '/dev/null');
+		open(STDOUT, '>', $o->{stdout} // '/dev/null');
 		open(STDERR, '>', '/dev/null');
 		{ exec { $cmd[0] } @cmd; }
 		POSIX::_exit(127);
@@ -125,10 +147,15 @@ sub spawn {
 	return $pid;
 }
 
+sub run {
+	my ($sample, $target, @args) = @_;
+	return run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx",
+		@$target, map { ('--arg', $_) } @args);
+}
+
 sub stacks {
 	my ($target, @args) = @_;
-	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx",
-		@$target, map { ('--arg', $_) } @args);
+	my ($st, $out, $err) = run('lj-lua-stacks', $target, @args);
 	return ($st, $out, $err, LjStacks::parse("$out\n$err"));
 }
 
@@ -144,7 +171,11 @@ sub cpu {
 my $sessions = 0;
 
 sub start {
-	my ($target, @args) = @_;
+	return start_sample('lj-lua-stacks', @_);
+}
+
+sub start_sample {
+	my ($sample, $target, @args) = @_;
 	my $base = "$ROOT/t/out/.bpf.$$." . ++$sessions;
 	make_path("$ROOT/t/out");
 	my $pid = fork() // die "fork: $!";
@@ -152,7 +183,7 @@ sub start {
 		open(STDIN, '<', '/dev/null');
 		open(STDOUT, '>', "$base.out");
 		open(STDERR, '>', "$base.err");
-		my @cmd = ("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-lua-stacks.sxx", @$target,
+		my @cmd = ("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx", @$target,
 			map { ('--arg', $_) } @args);
 		{ exec { $cmd[0] } @cmd; }
 		POSIX::_exit(127);
@@ -175,6 +206,16 @@ sub _ended {
 	return 1;
 }
 
+sub wait_end {
+	my ($h, $secs) = @_;
+	my $t0 = time;
+	until (_ended($h)) {
+		return 0 if time - $t0 > $secs;
+		sleep 0.05;
+	}
+	return 1;
+}
+
 sub finish {
 	my ($h, $sig) = @_;
 	if (!_ended($h)) {
@@ -185,6 +226,26 @@ sub finish {
 	my ($out, $err) = map { slurp("$h->{base}.$_") // '' } qw(out err);
 	unlink "$h->{base}.out", "$h->{base}.err";
 	return ($h->{status}, $out, $err, LjStacks::parse("$out\n$err"));
+}
+
+sub go_session {
+	my (%o) = @_;
+	my ($go, $app) = map { "$ROOT/t/out/go.$$.$_" } qw(go app);
+	unlink $go, $app;
+	make_path("$ROOT/t/out");
+	my $pid = spawn({ stdout => $app }, map { $_ eq 'GO' ? $go : $_ } @{ $o{cmd} });
+	my $t0 = time;
+	sleep 0.02 until (slurp($app) // '') =~ /^ready$/m || time - $t0 > 30;
+	my $h = start_sample($o{sample}, ['-x', $pid], @{ $o{args} // [] });
+	open(my $fh, '>', $go) or die "$go: $!";
+	close $fh;
+	$o{after}->($h, $pid) if $o{after};
+	waitpid($pid, 0);
+	my %r = (started => $h->{started}, ended => wait_end($h, 10));
+	@r{qw(status out err)} = finish($h, 'INT');
+	$r{app} = slurp($app) // '';
+	unlink $go, $app;
+	return \%r;
 }
 
 sub ready {

@@ -75,6 +75,12 @@ placed in PID>.
 The app's own accounting among a case's notes (lines C<# app: acct NAME
 US CALLS BYTES> of t/apps/wait.lua): { NAME => { us, calls, bytes } }.
 
+=item C<calls_with_bytes(P, ACCT)>
+
+lj-lua-fio: the calls of a session (P, from C<parse>) that moved bytes:
+the calls on stderr but the one at the end of each file read2() and
+read1() read (ACCT, the app's accounting, counts their reads).
+
 =item C<app_share(ACCT, KEY, NAME, OTHERS...)>
 
 Percentage of KEY (us or bytes) of NAME in NAME and OTHERS, from C<acct>;
@@ -226,6 +232,13 @@ sub acct {
 		$a{$1} = { us => $2, calls => $3, bytes => $4 };
 	}
 	return \%a;
+}
+
+sub calls_with_bytes {
+	my ($p, $acct) = @_;
+	my $eof = 0;
+	$eof += ($acct->{$_} // {})->{calls} // 0 for qw(read2 read1);
+	return ($p->{wait}{waits} // 0) - $eof;
 }
 
 sub app_share {

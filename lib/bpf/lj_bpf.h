@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bpf/lj_stacks.h - what the eBPF program lj_stacks.bpf.c and its loader
- * (lj_stacks_user.c, symbolize.c) share: the layout configuration
+ * bpf/lj_bpf.h - what the eBPF programs (lib/bpf/NAME.bpf.c, through
+ * lj_walk.bpf.h) and user space (core.c, symbolize.c) share: the layout configuration
  * (filled from the target's DWARF before the program is loaded), the raw
  * frames a new stack is sent as, and the statistics counters.
  * Included by both sides; only fixed-width types from <linux/types.h>.
  */
-#ifndef STAPXX_LJ_STACKS_H
-#define STAPXX_LJ_STACKS_H
+#ifndef STAPXX_LJ_BPF_H
+#define STAPXX_LJ_BPF_H
 
 #include <linux/types.h>
 
@@ -28,11 +28,12 @@ struct ljb_cfg {
 	__s64 J_from_g;			/* GG_State: J - g */
 	__u32 J_sizetrace, J_trace, gcref;
 	__u32 frame_lua, frame_c, frame_cont, frame_varg;
-	__s32 vmst_interp, vmst_c, vmst_gc;
+	__s32 vmst_interp, vmst_c, vmst_gc, vmst_exit, vmst_record, vmst_opt, vmst_asm;
 	__u32 cf_pc, cf_L;		/* C frame: saved PC and L (x86-64) */
 	__u32 cf_size[2];		/* CFRAME_SIZE without/with LJ_NO_UNWIND */
 	__u32 cf_prev;			/* CFRAME_OFS_PREV */
 	__u32 depth, lines, nojit, nointerp;
+	__u32 nowalk;			/* count VM states only (lj-vm-states) */
 	/* ngx_lua (OpenResty's LuaJIT, lua_State exdata/exdata2): ngx is 1
 	 * when every field below was found, else the walk ignores them */
 	__u32 ngx, L_exdata2, L_status;
@@ -95,7 +96,53 @@ enum {
 	LJB_N_VMOTHER, LJB_N_NOLUA, LJB_N_NOVM, LJB_N_SKIPPED, LJB_N_DROPPED,
 	LJB_N_COST, LJB_N_LOSTMAP, LJB_N_LOSTRB,
 	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX,
+	LJB_N_EXIT, LJB_N_RECORD, LJB_N_OPT, LJB_N_ASM,	/* of LJB_N_VMOTHER */
 	LJB_N_MAX
 };
+
+/* lj-lua-off-cpu (lj_offcpu.bpf.c): a wait's kind, by how ljb_take()
+ * ended at its switch-out (LJB_R_*, lj_walk.bpf.h, in that order), then
+ * the waits shorter than min_us. */
+enum { LJB_K_LUA, LJB_K_NOLUA, LJB_K_NOVM, LJB_K_SKIPPED, LJB_K_SHORT, LJB_K_MAX };
+
+/* An open wait (map waits, by thread id): since when, its stack. */
+struct ljb_wait {
+	__u64 since;	/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) at switch-out */
+	__u64 id;	/* stack id (LJB_K_LUA) */
+	__u32 kind, pid;
+};
+
+/* Its counters (per-CPU array wstats): waits and microseconds of each
+ * kind, the switch-out's cost (ns, waits), the microseconds that found no
+ * room in the weights map, the waits whose end was not seen. */
+#define LJB_W_N(kind) (2 * (kind))
+#define LJB_W_US(kind) (2 * (kind) + 1)
+enum { LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_UNSEEN, LJB_W_MAX };
+
+/* lj-lua-fio (lj_fio.bpf.c): a call's kind (LJB_R_* of ljb_take, as the
+ * waits' kinds). */
+#define LJB_FNAME 64	/* file names kept (files=1), with the NUL */
+
+/* A system call in progress (map calls, by thread id). */
+struct ljb_call {
+	__u64 since;	/* bpf_ktime_get_ns() at sys_enter */
+	__u64 id;	/* stack id (LJB_K_LUA) */
+	__u32 kind, pid;
+	char name[LJB_FNAME];	/* the file's name (files=1), else empty */
+};
+
+/* A stack id and the file's name (map weights of lj_fio.bpf.c). */
+struct ljb_fkey {
+	__u64 id;
+	char name[LJB_FNAME];
+};
+
+/* Its counters (per-CPU array fstats): calls, microseconds and bytes of
+ * each kind, the calls on files that are not regular, the switch-out's
+ * cost (ns, calls), the weight that found no room in the weights map. */
+#define LJB_F_N(kind) (3 * (kind))
+#define LJB_F_US(kind) (3 * (kind) + 1)
+#define LJB_F_BYTES(kind) (3 * (kind) + 2)
+enum { LJB_F_OTHER = 3 * LJB_K_SHORT, LJB_F_COST, LJB_F_COSTN, LJB_F_LOST, LJB_F_MAX };
 
 #endif

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* bpf/core.c - see bpf/core.h. */
+#include "bpf/core.h"
+#include "base/error.h"
+#include "base/strbuf.h"
+#include "base/wrapper.h"
+#include "bpf/vm.h"
+#include "target/proc.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static struct buf libbpf_log;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	static char line[1 << 16];
+
+	if (level == LIBBPF_DEBUG && verbosity < 2)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (verbosity > 0)
+		fputs(line, stderr);
+	buf_adds(&libbpf_log, line);
+	return 0;
+}
+
+int ljb_core_load_error(void)
+{
+	int e = errno;
+
+	error("cannot load the eBPF program: %s", strerror(e));
+	if (libbpf_log.s) {
+		char *last = strstr(libbpf_log.s, "libbpf: ");
+		hint("libbpf: %.300s", last ? last + 8 : libbpf_log.s);
+	}
+	hint("this kernel needs eBPF with BTF, bpf_loop and ring buffers (Linux 5.17 or "
+	     "later with CONFIG_DEBUG_INFO_BTF); use the SystemTap backend otherwise");
+	return -1;
+}
+
+double ljb_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct ljb_idtext *id_slot(const struct ljb_core *c, uint64_t id)
+{
+	size_t i = (id * 0x9e3779b97f4a7c15ULL) >> 20;
+
+	for (;; i++) {
+		struct ljb_idtext *e = &c->ids[i & (c->ids_cap - 1)];
+		if (!e->id || e->id == id)
+			return e;
+	}
+}
+
+static size_t text_hash(const char *t)
+{
+	size_t h = 14695981039346656037ULL;
+
+	for (; *t; t++)
+		h = (h ^ (unsigned char)*t) * 1099511628211ULL;
+	return h;
+}
+
+/* The index of text T in c->texts, added if new. */
+static long text_index(struct ljb_core *c, const char *t)
+{
+	size_t i;
+
+	if (2 * (c->ntexts + 1) >= c->tindex_cap) {
+		size_t cap = c->tindex_cap ? 2 * c->tindex_cap : 1024;
+		long *idx = xcalloc(cap, sizeof(*idx));
+		for (size_t k = 0; k < c->ntexts; k++) {
+			for (i = text_hash(c->texts[k].s); idx[i & (cap - 1)]; i++)
+				;
+			idx[i & (cap - 1)] = (long)k + 1;
+		}
+		free(c->tindex);
+		c->tindex = idx;
+		c->tindex_cap = cap;
+	}
+	for (i = text_hash(t); c->tindex[i & (c->tindex_cap - 1)]; i++) {
+		long k = c->tindex[i & (c->tindex_cap - 1)] - 1;
+		if (strcmp(c->texts[k].s, t) == 0)
+			return k;
+	}
+	c->tindex[i & (c->tindex_cap - 1)] = (long)c->ntexts + 1;
+	c->texts = xrealloc(c->texts, (c->ntexts + 1) * sizeof(*c->texts));
+	c->texts[c->ntexts].s = xstrdup(t);
+	c->texts[c->ntexts].count = 0;
+	return (long)c->ntexts++;
+}
+
+/* A new stack from the kernel: name it now, while its functions live. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct ljb_core *c = ctx;
+	const struct ljb_event *ev = data;
+	struct buf b = {0};
+	struct ljb_idtext *e;
+
+	if (size < sizeof(*ev) - sizeof(ev->f) || c->nids * 2 >= c->ids_cap)
+		return 0;
+	e = id_slot(c, ev->id);
+	if (e->id)
+		return 0;
+	e->id = ev->id;
+	e->end = ev->end;
+	e->text = -1;
+	c->nids++;
+	if (ev->end != LJB_END_BROKEN && ljb_stack_text(ev, &c->ly, c->st, &c->to, &b) == 0 && b.s)
+		e->text = text_index(c, b.s);
+	buf_free(&b);
+	if (c->on_stack)
+		c->on_stack(c, ev, e->text);
+	return 0;
+}
+
+/* The processes to sample: PID, or the master's children. */
+static size_t targets(const struct ljb_target *t, pid_t **out)
+{
+	size_t n = 0;
+
+	if (t->pid) {
+		*out = xmalloc(sizeof(**out));
+		(*out)[0] = t->pid;
+		return kill(t->pid, 0) == 0 || errno == EPERM ? 1 : 0;
+	}
+	if (proc_children(t->master, out, &n) < 0)
+		return 0;
+	return n;
+}
+
+/* Gives the kernel the symbol ranges. */
+static void put_syms(struct ljb_core *c)
+{
+	size_t nsyms;
+	const struct ljb_sym *r = ljb_symtab_ranges(c->st, &nsyms);
+
+	for (__u32 i = 0; i < nsyms; i++)
+		bpf_map_update_elem(c->syms_fd, &i, &r[i], BPF_ANY);
+	*c->nsyms = nsyms;
+}
+
+/* Gives the kernel the executable file mappings. */
+static void put_files(struct ljb_core *c)
+{
+	size_t n;
+	const struct ljb_file *f = ljb_symtab_files(c->st, &n);
+
+	if (n > LJB_MAX_FILES)
+		n = LJB_MAX_FILES;
+	for (__u32 i = 0; i < n; i++) {
+		struct ljb_sym r = { f[i].lo, f[i].hi };
+		bpf_map_update_elem(c->files_fd, &i, &r, BPF_ANY);
+	}
+	*c->nfiles = n;
+}
+
+/* The global_State whose dispatch table R14 points at (a sample's
+ * DISPATCH register), if it passes the checks on the live process; 0
+ * otherwise (a candidate that failed is not checked again). */
+static uint64_t from_dispatch(struct ljb_core *c, pid_t pid, uint64_t r14)
+{
+	uint64_t g = r14 - c->ly.gg_g2disp;
+
+	if (!r14 || !c->ly.bc_max)
+		return 0;
+	for (size_t i = 0; i < c->nbad_g; i++)
+		if (c->bad_g[i] == r14)
+			return 0;
+	if (ljb_vm_check_G(pid, &c->ly, c->st, g))
+		return g;
+	if (c->nbad_g < 4096) {
+		c->bad_g = xrealloc(c->bad_g, (c->nbad_g + 1) * sizeof(*c->bad_g));
+		c->bad_g[c->nbad_g++] = r14;
+	}
+	return 0;
+}
+
+/* Names the VM's code from G's dispatch table where the target has no
+ * symbols, and gives the kernel the new ranges: before any process has
+ * its g, so that no sample sees them change. */
+static void name_vm(struct ljb_core *c, pid_t pid, uint64_t g)
+{
+	struct ljb_vm_check bad;
+
+	c->vm_named = 1;
+	if (ljb_vm_name(pid, &c->ly, c->st, g, &bad))
+		put_syms(c);
+	if (bad.n)
+		fprintf(stderr, "WARNING: %s: %zu bytecode handlers named from the "
+			"dispatch table disagree with the symbols (the first: %s)\n",
+			c->t.name, bad.n, bad.first);
+}
+
+/* The global_State of PID found in its memory, when its samples gave
+ * none: a second after it was first looked for, then every 5 s. */
+static uint64_t from_scan(struct ljb_core *c, pid_t pid)
+{
+	double t = ljb_now();
+	size_t i;
+
+	for (i = 0; i < c->nscans && c->scans[i].pid != pid; i++)
+		;
+	if (i == c->nscans) {
+		c->scans = xrealloc(c->scans, (c->nscans + 1) * sizeof(*c->scans));
+		c->scans[c->nscans++] = (struct ljb_scan){ pid, t + 1 };
+		return 0;
+	}
+	if (t < c->scans[i].next)
+		return 0;
+	c->scans[i].next = t + 5;
+	return ljb_vm_scan(pid, &c->ly, c->st);
+}
+
+/* Adds new target processes to the pids map and looks for the VM of
+ * those that have none yet. */
+static void refresh(struct ljb_core *c)
+{
+	pid_t *p = NULL;
+	size_t n = targets(&c->t, &p);
+
+	for (size_t i = 0; i < n; i++) {
+		__u32 k = p[i];
+		struct ljb_proc v = {0};
+		int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
+		uint64_t g;
+
+		if (have && v.g)
+			continue;
+		g = ljb_find_G(p[i], &c->ly, c->st);
+		if (!g && have)
+			g = from_dispatch(c, p[i], v.r14);
+		if (!g && have)
+			g = from_scan(c, p[i]);
+		if (have && !g)
+			continue;
+		if (g && !c->vm_named)
+			name_vm(c, p[i], g);
+		/* (the kernel counts the samples before: "before the VM was
+		   found") */
+		if (!have || bpf_map_lookup_elem(c->pids_fd, &k, &v) < 0)
+			v = (struct ljb_proc){0};	/* (again: the kernel counts) */
+		v.g = g;
+		bpf_map_update_elem(c->pids_fd, &k, &v, BPF_ANY);
+	}
+	free(p);
+}
+
+/* Whether the session's target is still there. */
+static int alive(const struct ljb_target *t)
+{
+	pid_t p = t->pid ? t->pid : t->master;
+	char path[64];
+	FILE *f;
+	char st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
+		st = 'Z';
+	fclose(f);
+	return st != 'Z' && st != 'X';
+}
+
+int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
+		  const struct ljb_textopts *to, struct dw_set *dw, long maxstacks)
+{
+	pid_t *p = NULL;
+
+	memset(c, 0, sizeof(*c));
+	c->t = *t;
+	c->to = *to;
+	libbpf_set_print(libbpf_print);
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		error("this kernel has no BTF (/sys/kernel/btf/vmlinux): the eBPF backend "
+		      "needs it");
+		hint("use the SystemTap backend (without --runtime=bpf), or a kernel built "
+		     "with CONFIG_DEBUG_INFO_BTF=y");
+		return -1;
+	}
+	if (ljb_layout_load(dw, t->exec, &c->ly) < 0)
+		return -1;
+	if (!targets(t, &p)) {
+		free(p);
+		if (t->pid)
+			return error("no process %d", (int)t->pid);
+		return error("master process %d has no children to sample", (int)t->master);
+	}
+	c->st = ljb_symtab_load(p[0]);
+	free(p);
+	if (!c->st)
+		return -1;
+	if (c->ly.k.ngx) {
+		/* ngx_lua's C functions that resume a coroutine (kernel's
+		   ngx_parent): without all of them, no ngx parents */
+		struct ljb_cfg *k = &c->ly.k;
+		k->ngx_resume = ljb_symtab_addr(c->st, "ngx_http_lua_coroutine_resume");
+		k->ngx_wrap_runner = ljb_symtab_addr(c->st, "ngx_http_lua_coroutine_wrap_runner");
+		k->ngx_spawn = ljb_symtab_addr(c->st, "ngx_http_lua_uthread_spawn");
+		k->ngx = k->ngx_resume && k->ngx_wrap_runner && k->ngx_spawn;
+		if (!k->ngx)
+			fprintf(stderr, "WARNING: %s: no symbols of ngx_lua's "
+				"coroutine functions (a stripped nginx): the stacks of "
+				"coroutines that ngx_lua resumes end at the coroutine, "
+				"without [resume] and their parent's frames\n", t->name);
+	}
+	c->ids_cap = 1;
+	while (c->ids_cap < 4 * (size_t)maxstacks)
+		c->ids_cap *= 2;
+	c->ids = xcalloc(c->ids_cap, sizeof(*c->ids));
+	return 0;
+}
+
+int ljb_core_start(struct ljb_core *c)
+{
+	put_syms(c);
+	put_files(c);
+	refresh(c);
+	return 0;
+}
+
+int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *more,
+		  double *elapsed)
+{
+	double t0, last = 0, t;
+	int gone = 0;
+
+	c->rb = ring_buffer__new(c->events_fd, on_event, c, NULL);
+	if (!c->rb)
+		return error("cannot set up the ring buffer: %s", strerror(errno));
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (time > 0)
+		fprintf(stderr, "WARNING: %s: %s for %ld s%s; press Ctrl-C to stop\n",
+			c->t.name, verb, time, more);
+	else
+		fprintf(stderr, "WARNING: %s: %s until Ctrl-C%s; press Ctrl-C to stop\n",
+			c->t.name, verb, more);
+	t0 = ljb_now();
+	while (!stop && !c->stop) {
+		ring_buffer__poll(c->rb, 20);
+		t = ljb_now();
+		if (time > 0 && t - t0 >= time)
+			break;
+		if (t - last >= 0.05) {
+			last = t;
+			if (!alive(&c->t)) {
+				gone = 1;
+				break;
+			}
+			refresh(c);
+		}
+	}
+	*elapsed = ljb_now() - t0;
+	return gone;
+}
+
+void ljb_core_drain(struct ljb_core *c)
+{
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+}
+
+void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
+		  struct ljb_tally *t)
+{
+	struct ljb_idtext *e = id_slot(c, id);
+
+	if (!e->id) {
+		t->lost += n;	/* its raw frames never reached us */
+	} else if (e->end == LJB_END_BROKEN) {
+		t->broken += n;
+	} else if (e->text < 0) {
+		t->unnamed += n;
+	} else {
+		if (e->end == LJB_END_TRUNC)
+			t->truncated += n;
+		c->texts[e->text].count += n;
+	}
+}
+
+void ljb_core_add_leaf(struct ljb_core *c, uint64_t id, const char *leaf,
+		       unsigned long long n, struct ljb_tally *t)
+{
+	struct ljb_idtext *e = id_slot(c, id);
+	struct buf b = {0};
+	long k;
+
+	if (!leaf || !*leaf || !e->id || e->end == LJB_END_BROKEN || e->text < 0) {
+		ljb_core_add(c, id, n, t);
+		return;
+	}
+	if (e->end == LJB_END_TRUNC)
+		t->truncated += n;
+	ljb_escape(&b, leaf, strlen(leaf));
+	buf_adds(&b, "\n");
+	buf_adds(&b, c->texts[e->text].s);
+	k = text_index(c, b.s);	/* (it may move texts) */
+	c->texts[k].count += n;
+	buf_free(&b);
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct ljb_text *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->s, y->s);
+}
+
+unsigned long long ljb_core_print(struct ljb_core *c, long limit)
+{
+	unsigned long long total = 0;
+
+	/* (the ids keep indexes into texts: sort a copy) */
+	struct ljb_text *v = xmalloc((c->ntexts + 1) * sizeof(*v));
+	memcpy(v, c->texts, c->ntexts * sizeof(*v));
+	qsort(v, c->ntexts, sizeof(*v), by_count);
+	for (size_t i = 0; i < c->ntexts; i++) {
+		if (!v[i].count || (limit > 0 && (long)i >= limit))
+			break;
+		printf("%s\t%llu\n\n", v[i].s, v[i].count);
+		total += v[i].count;
+	}
+	free(v);
+	fflush(stdout);
+	return total;
+}
+
+void ljb_sum_percpu(int fd, unsigned long long *n, size_t nk)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *v = xcalloc(ncpu > 0 ? ncpu : 1, sizeof(*v));
+
+	for (__u32 k = 0; k < nk; k++) {
+		n[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, v) == 0)
+			for (int i = 0; i < ncpu; i++)
+				n[k] += v[i];
+	}
+	free(v);
+}
+
+struct pidcount { __u32 pid; unsigned long long n; };
+
+static int by_n(const void *a, const void *b)
+{
+	const struct pidcount *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what)
+{
+	struct pidcount *pc = NULL;
+	size_t np = 0;
+	__u32 pk, pn;
+	int more;
+
+	for (more = bpf_map_get_next_key(fd, NULL, &pn) == 0; more;
+	     more = bpf_map_get_next_key(fd, &pk, &pn) == 0) {
+		__u64 pv;
+		pk = pn;
+		if (bpf_map_lookup_elem(fd, &pk, &pv) < 0 || !pv)
+			continue;
+		pc = xrealloc(pc, (np + 1) * sizeof(*pc));
+		pc[np].pid = pk;
+		pc[np++].n = pv;
+	}
+	if (np)
+		qsort(pc, np, sizeof(*pc), by_n);
+	fprintf(stderr, "WARNING: %s: %s:", c->t.name, what);
+	for (size_t i = 0; i < np && i < 16; i++)
+		fprintf(stderr, " %u:%llu", pc[i].pid, pc[i].n);
+	fputc('\n', stderr);
+	free(pc);
+}
+
+void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const char *unit,
+		      long depth, long maxstacks)
+{
+	if (t->truncated || t->broken || t->lost)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks truncated at depth %ld (printed), "
+			"%llu %s in inconsistent stacks (dropped), %llu %s in stacks beyond the "
+			"first %ld distinct ones (dropped; --arg maxstacks=N raises it)\n",
+			c->t.name, t->truncated, unit, depth, t->broken, unit, t->lost, unit,
+			maxstacks);
+	if (t->unnamed)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks not named: the target's memory was "
+			"gone before (dropped)\n", c->t.name, t->unnamed, unit);
+}
+
+void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
+		      unsigned long long unnamed, const char *events)
+{
+	struct { const char *why; unsigned long long n; } f[] = {
+		{ "user memory read fault in the frame walk", n[LJB_N_F_READ] },
+		{ "no symbol for the interpreter's PC", n[LJB_N_F_NOSYM] },
+		{ "interpreter BASE register is not a frame of the running thread", n[LJB_N_F_BASE] },
+		{ "user memory read fault in ngx_lua's coroutine contexts (the parent of a "
+		  "coroutine)", n[LJB_N_F_NGX] },
+		{ "the target's memory was gone before the stack was named", unnamed },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(*f); i++)
+		if (f[i].n)
+			fprintf(stderr, "WARNING: %s: %llu %s skipped: %s\n",
+				c->t.name, f[i].n, events, f[i].why);
+}
+
+void ljb_core_free(struct ljb_core *c)
+{
+	ring_buffer__free(c->rb);
+	ljb_symtab_free(c->st);
+	for (size_t i = 0; i < c->ntexts; i++)
+		free(c->texts[i].s);
+	free(c->texts);
+	free(c->tindex);
+	free(c->ids);
+	free(c->bad_g);
+	free(c->scans);
+	buf_free(&libbpf_log);
+	memset(c, 0, sizeof(*c));
+}

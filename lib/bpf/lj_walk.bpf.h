@@ -1,0 +1,753 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * lj_walk.bpf.h - the LuaJIT frame walk every eBPF program of stap++
+ * shares (included by each lib/bpf/NAME.bpf.c, once): the layout
+ * configuration (cfg, read-only data filled from the target's DWARF
+ * before loading), the maps user space fills (pids, syms, files), the
+ * stack ids (stacks), the raw frames of a new id (ring buffer events),
+ * the statistics (stats) and ljb_take(), which takes the Lua stack of the
+ * current task from its user registers.  The program defines the
+ * attachment and what a stack id weighs (a sample, a wait's time).
+ *
+ * Each routine mirrors a tapset/luajit.sxx routine, named in its comment
+ * (the rule table in lib/bpf/README.md lists them).
+ */
+#ifndef STAPXX_LJ_WALK_BPF_H
+#define STAPXX_LJ_WALK_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "lj_bpf.h"
+
+/* x86-64 user registers (struct pt_regs; di: a system call's first
+ * argument); CO-RE relocates the fields
+ * against the running kernel's BTF. */
+struct pt_regs {
+	unsigned long bx, dx, ip, r14, di;
+} __attribute__((preserve_access_index));
+
+const volatile struct ljb_cfg cfg;
+__u32 nsyms;	/* entries in syms, set before sampling starts */
+__u32 nfiles;	/* entries in files */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct ljb_proc);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LJB_MAX_SYMS);
+	__type(key, __u32);
+	__type(value, struct ljb_sym);
+} syms SEC(".maps");
+
+/* The target's executable file mappings: a PC there without a symbol is
+ * native code all the same (a stripped binary's internal function). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LJB_MAX_FILES);
+	__type(key, __u32);
+	__type(value, struct ljb_sym);
+} files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LJB_N_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* The walk's state and the event being built (per CPU: too big for the
+ * BPF stack). */
+struct walk {
+	__u64 L, bot, frame, nextframe, cf, h;
+	__s64 nextftsz;
+	__u64 g;
+	__u32 n, skip, end, fault, dummy, done, resumes, ngxfault;
+	__u32 topflags;
+	__u64 toppc;
+	struct ljb_event ev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} scratch SEC(".maps");
+
+/* Adds V to entry K of the per-CPU array MAP. */
+static __always_inline void ljb_pcpu_add(void *map, __u32 k, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(map, &k);
+
+	if (p)
+		*p += v;
+}
+
+/* Adds V to KEY's value in the hash map MAP (created if new); 0, or -1
+ * when MAP is full. */
+static __always_inline int ljb_hadd(void *map, void *key, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(map, key);
+
+	if (!p && bpf_map_update_elem(map, key, &v, BPF_NOEXIST) == 0)
+		return 0;
+	if (!p)
+		p = bpf_map_lookup_elem(map, key);	/* another CPU made it */
+	if (!p)
+		return -1;
+	__sync_fetch_and_add(p, v);
+	return 0;
+}
+
+static __always_inline void count(__u32 k, __u64 v)
+{
+	ljb_pcpu_add(&stats, k, v);
+}
+
+#define MIX(h, v) (((h) ^ (__u64)(v)) * 0x100000001b3ULL)
+
+/* Readers: a fault sets *f (the sample is skipped). */
+static __always_inline __u64 rd64(__u64 a, __u32 *f)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, 8, (void *)a))
+		*f = 1;
+	return v;
+}
+
+static __always_inline __u32 rd32(__u64 a, __u32 *f)
+{
+	__u32 v = 0;
+
+	if (bpf_probe_read_user(&v, 4, (void *)a))
+		*f = 1;
+	return v;
+}
+
+/* A GCRef/MRef: 64 or 32 bits. */
+static __always_inline __u64 rdref(__u64 a, __u32 *f)
+{
+	return cfg.gc64 ? rd64(a, f) : rd32(a, f);
+}
+
+/* The GCfunc of frame (frame_func). */
+static __always_inline __u64 frame_func(__u64 frame, __u32 *f)
+{
+	if (cfg.fr2)
+		return rd64(frame - cfg.tv, f) & 0x7fffffffffffULL;
+	return rd32(frame + cfg.fr_func, f);
+}
+
+/* The frame link (frame_ftsz), signed. */
+static __always_inline __s64 frame_ftsz(__u64 frame, __u32 *f)
+{
+	if (cfg.fr2)
+		return (__s64)rd64(frame, f);
+	return (__s32)rd32(frame + cfg.fr_tp, f);
+}
+
+/* The link as a PC (frame_pc). */
+static __always_inline __u64 frame_pc(__u64 frame, __u32 *f)
+{
+	if (cfg.fr2)
+		return rd64(frame, f);
+	return rd32(frame + cfg.fr_tp, f);
+}
+
+/* gct | ffid << 8 of a GC object. */
+static __always_inline __u32 gct_ffid(__u64 o, __u32 *f)
+{
+	__u16 v = 0;
+
+	if (bpf_probe_read_user(&v, 2, (void *)(o + cfg.gct)))
+		*f = 1;
+	return v;
+}
+
+/* Whether base is a frame of L's stack holding a function (the tapset's
+ * __lj_base_ok). */
+static __always_inline int base_ok(__u64 L, __u64 base, __u32 *f)
+{
+	__u64 stack = rdref(L + cfg.L_stack, f);
+	__u32 size = rd32(L + cfg.L_stacksize, f);
+	__u64 fn;
+
+	if (base <= stack + cfg.fr2 * cfg.tv || base > stack + (__u64)size * cfg.tv)
+		return 0;
+	if (base & 7)
+		return 0;
+	fn = frame_func(base - cfg.tv, f);
+	return fn && (gct_ffid(fn, f) & 0xff) == 8 && !*f;
+}
+
+/* Binary search state over the syms map. */
+struct symsearch {
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+static long sym_step(__u64 i, void *ctx)
+{
+	struct symsearch *q = ctx;
+	__u32 mid;
+	struct ljb_sym *s;
+
+	if (q->lo >= q->hi)
+		return 1;
+	mid = (q->lo + q->hi) / 2;
+	s = bpf_map_lookup_elem(&syms, &mid);
+	if (!s)
+		return 1;
+	if (q->pc < s->start)
+		q->hi = mid;
+	else
+		q->lo = mid + 1;
+	return 0;
+}
+
+/* The symbol range pc lies in: its index + 1, or 0. */
+static __always_inline __u32 sym_find(__u64 pc, __u64 *start, int *vm)
+{
+	struct symsearch q = { pc, 0, nsyms };
+	struct ljb_sym *s;
+	__u32 k;
+
+	if (q.hi > LJB_MAX_SYMS)
+		q.hi = LJB_MAX_SYMS;
+	bpf_loop(20, sym_step, &q, 0);
+	if (q.lo == 0)
+		return 0;
+	k = q.lo - 1;
+	s = bpf_map_lookup_elem(&syms, &k);
+	if (!s || pc >= (s->end & ~LJB_SYM_VM))
+		return 0;
+	*start = s->start;
+	*vm = (s->end & LJB_SYM_VM) != 0;
+	return k + 1;
+}
+
+struct filesearch {
+	__u64 pc;
+	int found;
+};
+
+static long file_step(__u64 i, void *ctx)
+{
+	struct filesearch *q = ctx;
+	__u32 k = i;
+	struct ljb_sym *s;
+
+	if (k >= nfiles || !(s = bpf_map_lookup_elem(&files, &k)))
+		return 1;
+	if (q->pc >= s->start && q->pc < s->end) {
+		q->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether pc lies in an executable file mapping. */
+static __always_inline int in_file(__u64 pc)
+{
+	struct filesearch q = { pc, 0 };
+
+	bpf_loop(LJB_MAX_FILES, file_step, &q, 0);
+	return q.found;
+}
+
+/* The thread that resumed coroutine L through coroutine.resume or a
+ * coroutine.wrap function (the fast functions call lj_vm_resume, whose C
+ * frame, the outermost of L's chain, lies CFRAME_SIZE below the
+ * resumer's own C frame, in which the interpreter saved the resumer's
+ * lua_State).  0 when L was not resumed that way (the main thread, lua_resume
+ * from C), checked by the candidate's C frame being that address. */
+static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
+{
+	__u64 cf = rd64(L + cfg.L_cframe, f) & ~3ULL, prev;
+
+	for (int i = 0; i < 8 && cf; i++) {
+		prev = rd64(cf + cfg.cf_prev, f) & ~3ULL;
+		if (!prev)
+			break;
+		cf = prev;
+	}
+	if (!cf || *f)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		__u64 rcf = cf + cfg.cf_size[i & 1], rL;
+		__u32 e = 0;
+		rL = rdref(rcf + cfg.cf_L, &e);
+		if (e || !rL || rL == L || rdref(rL + cfg.L_glref, &e) != w->g)
+			continue;
+		if ((rd64(rL + cfg.L_cframe, &e) & ~3ULL) == rcf && !e)
+			return rL;
+	}
+	return 0;
+}
+
+/* The coroutine that resumed L in OpenResty, 0 when none can be proven.
+ * ngx_lua resumes every request coroutine from C (lua_resume in
+ * ngx_http_lua_run_thread): coroutine.resume, a coroutine.wrap function
+ * and ngx.thread.spawn yield the parent to that scheduler, which then
+ * resumes the child.  L's co ctx (L->exdata2, set before ngx_lua first
+ * resumes L) must name L, and its parent's coroutine be a thread of this
+ * VM, suspended (yielded, no C frame) in the C function that resumed L:
+ * ngx.thread.spawn for a light thread (co_ref set) whose first value on
+ * the parent's stack is L itself (the value spawn returns),
+ * coroutine.resume or a wrap function for a user coroutine.  A light thread resumed later by the event loop fails that
+ * check: its parent is elsewhere.  A fault sets *f (the sample is
+ * skipped: a stale pointer in the chain). */
+static __always_inline __u64 ngx_parent(struct walk *w, __u64 L, __u32 *f)
+{
+	__u64 co, pco, P, base, fn, cfn;
+	__u32 gf;
+
+	if (!cfg.ngx)
+		return 0;
+	co = rd64(L + cfg.L_exdata2, f);
+	if (!co || *f || rd64(co + cfg.co_co, f) != L || *f)
+		return 0;
+	pco = rd64(co + cfg.co_parent, f);
+	if (*f || !pco)
+		return 0;
+	P = rd64(pco + cfg.co_co, f);
+	if (*f || !P || P == L || (gct_ffid(P, f) & 0xff) != 6 || *f)
+		return 0;
+	if (rdref(P + cfg.L_glref, f) != w->g || rd64(P + cfg.L_cframe, f) ||
+	    (rd32(P + cfg.L_status, f) & 0xff) != 1 || *f)
+		return 0;
+	base = rdref(P + cfg.L_base, f);
+	if (!base_ok(P, base, f) || *f)
+		return 0;
+	fn = frame_func(base - cfg.tv, f);
+	gf = gct_ffid(fn, f);
+	if (*f || (gf >> 8) != 1)
+		return 0;
+	cfn = rd64(fn + cfg.cf_f, f);
+	if ((__s32)rd32(co + cfg.co_ref, f) != -2) {	/* not LUA_NOREF: a light thread */
+		if (cfn != cfg.ngx_spawn)
+			return 0;
+		if ((cfg.gc64 ? (rd64(base, f) & 0x7fffffffffffULL) : rd32(base, f)) != L)
+			return 0;
+	} else if (cfn != cfg.ngx_resume && cfn != cfg.ngx_wrap_runner) {
+		return 0;
+	}
+	return *f ? 0 : P;
+}
+
+/* At the bottom of a coroutine's stack: continue with its resumer's,
+ * after a [resume] pseudo frame.  1 if the walk goes on. */
+static __always_inline int resume_walk(struct walk *w)
+{
+	__u32 f = 0, n = w->n;
+	__u64 rL;
+	struct ljb_frame *r;
+
+	if (n == 0 || n >= cfg.depth || n >= LJB_MAX_FRAMES || w->resumes >= LJB_MAX_RESUME)
+		return 0;
+	rL = resumer(w, w->L, &f);
+	if (!rL && !f) {
+		rL = ngx_parent(w, w->L, &f);
+		if (f) {
+			w->ngxfault = 1;
+			return 0;
+		}
+	}
+	if (!rL || f)
+		return 0;
+	r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
+	r->fn = r->key = r->pc = 0;
+	r->ffid = LJB_FFID_RESUME;
+	r->flags = LJB_PC_NONE;
+	w->h = MIX(w->h, LJB_FFID_RESUME);
+	w->n = n + 1;
+	w->resumes++;
+	w->L = rL;
+	w->bot = rdref(rL + cfg.L_stack, &f) + cfg.fr2 * cfg.tv;
+	w->frame = rdref(rL + cfg.L_base, &f) - cfg.tv;
+	w->nextframe = 0;
+	w->nextftsz = 0;
+	w->topflags = LJB_PC_NONE;
+	w->toppc = 0;
+	w->skip = 0;
+	w->cf = rd64(rL + cfg.L_cframe, &f) & ~3ULL;
+	w->dummy = 1;	/* the coroutine's function has no caller here */
+	return !f;
+}
+
+/* One step of the frame walk (the tapset's __lj_dumpstack loop body). */
+struct loopctx {
+	struct walk *w;
+};
+
+static long walk_step(__u64 i, void *ctx)
+{
+	struct walk *w = ((struct loopctx *)ctx)->w;
+	__u32 f = 0;
+	__s64 ftsz;
+	__u64 fn, prev;
+	__u32 gf;
+
+	if (w->frame <= w->bot) {
+		if (resume_walk(w))
+			return 0;
+		if (w->ngxfault) {
+			w->fault = 1;
+			w->done = 1;
+			return 1;
+		}
+		w->end = w->n == 0 ? LJB_END_BROKEN : LJB_END_OK;
+		w->done = 1;
+		return 1;
+	}
+	ftsz = frame_ftsz(w->frame, &f);
+	fn = frame_func(w->frame, &f);
+	if (f)
+		goto fault;
+	if (fn == w->L) {
+		w->dummy = 1;	/* lj_err_optype_call's dummy frame */
+	} else if (((gf = gct_ffid(fn, &f)) & 0xff) != 8) {
+		if (f)
+			goto fault;
+		w->end = LJB_END_BROKEN;
+		w->done = 1;
+		return 1;
+	} else if (w->skip) {
+		w->skip = 0;	/* the original slot of a vararg function */
+	} else {
+		__u32 n = w->n;
+		struct ljb_frame *r;
+		__u64 key = 0, pc = 0;
+		__u32 ffid = gf >> 8, flags = LJB_PC_NONE;
+
+		if (n >= LJB_MAX_FRAMES) {
+			w->end = LJB_END_TRUNC;
+			w->done = 1;
+			return 1;
+		}
+		if (ffid == 1) {
+			key = rd64(fn + cfg.cf_f, &f);
+		} else if (ffid == 0) {
+			key = rdref(fn + cfg.fl_pc, &f) - cfg.proto_size;
+			if (!w->nextframe) {
+				flags = w->topflags;
+				pc = w->toppc;
+			} else if ((w->nextftsz & 3) == cfg.frame_lua) {
+				flags = LJB_PC_INS;
+				pc = (__u64)w->nextftsz;
+				if (!cfg.gc64)
+					pc &= 0xffffffffULL;
+			} else if ((w->nextftsz & 7) == cfg.frame_cont) {
+				flags = LJB_PC_INS;
+				pc = frame_pc(w->nextframe - (1 + cfg.fr2) * cfg.tv, &f);
+			} else if (w->cf) {
+				/* below errfunc/gc/hook: the PC saved in the C
+				   frame the walk has reached (debug_framepc) */
+				flags = LJB_PC_INS;
+				pc = rdref(w->cf + cfg.cf_pc, &f);
+			}
+			w->h = MIX(w->h, rdref(key + cfg.pt_chunkname, &f));
+			if (!cfg.lines && !w->nextframe)
+				pc = 0;	/* the top position shows only as a line */
+		}
+		if (f)
+			goto fault;
+		r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
+		r->fn = fn;
+		r->key = key;
+		r->pc = pc;
+		r->ffid = ffid;
+		r->flags = flags;
+		if (n > 0 && !w->dummy)
+			w->ev.f[(n - 1) & (LJB_MAX_FRAMES - 1)].flags |= LJB_F_CALLER;
+		if (n >= cfg.depth) {
+			/* cut: this frame, one past the last, only names it */
+			w->h = MIX(w->h, key);
+			w->end = LJB_END_TRUNC;
+			w->done = 1;
+			return 1;
+		}
+		w->h = MIX(MIX(MIX(w->h, key), pc), ffid);
+		w->dummy = 0;
+		w->n = n + 1;
+	}
+	if ((ftsz & 7) == cfg.frame_varg)
+		w->skip = 1;
+	if ((ftsz & 3) == cfg.frame_c && w->cf)
+		w->cf = rd64(w->cf + cfg.cf_prev, &f) & ~3ULL;	/* passed its C frame */
+	w->nextframe = w->frame;
+	w->nextftsz = ftsz;
+	if ((ftsz & 3) == cfg.frame_lua) {
+		__u32 ins = rd32((__u64)ftsz - 4, &f);
+		if (!cfg.gc64)
+			ins = rd32((__u64)(__u32)ftsz - 4, &f);
+		prev = w->frame - (1 + cfg.fr2 + ((ins >> 8) & 0xff)) * cfg.tv;
+	} else {
+		prev = w->frame - (ftsz & ~7LL);
+	}
+	if (f)
+		goto fault;
+	if (prev >= w->frame) {
+		w->end = LJB_END_BROKEN;
+		w->done = 1;
+		return 1;
+	}
+	w->frame = prev;
+	return 0;
+fault:
+	w->fault = 1;
+	w->done = 1;
+	return 1;
+}
+
+
+/* What ljb_take() found (the program counts its events by it). */
+enum { LJB_R_LUA, LJB_R_NOLUA, LJB_R_NOVM, LJB_R_SKIPPED, LJB_R_DROPPED };
+
+/* Counts a Lua event by VM state (the tapset's luajit_vm_state_name). */
+static __always_inline void count_state(__s32 vmstate)
+{
+	count(LJB_N_LUA, 1);
+	if (vmstate > 0)
+		count(LJB_N_JIT, 1);
+	else if (vmstate == cfg.vmst_interp)
+		count(LJB_N_INTERP, 1);
+	else if (vmstate == cfg.vmst_c)
+		count(LJB_N_C, 1);
+	else if (vmstate == cfg.vmst_gc)
+		count(LJB_N_GC, 1);
+	else {
+		count(LJB_N_VMOTHER, 1);
+		if (vmstate == cfg.vmst_exit)
+			count(LJB_N_EXIT, 1);
+		else if (vmstate == cfg.vmst_record)
+			count(LJB_N_RECORD, 1);
+		else if (vmstate == cfg.vmst_opt)
+			count(LJB_N_OPT, 1);
+		else if (vmstate == cfg.vmst_asm)
+			count(LJB_N_ASM, 1);
+	}
+}
+
+/*
+ * ljb_take - the Lua stack of the current task, a thread of the target
+ * process PID whose pids entry is PROC, from the user registers the
+ * kernel saved (an interrupt, a system call): the tapset's
+ * luajit_find_G, luajit_cur_thread and __lj_dumpstack.  A Lua stack is
+ * counted in stacks under its id (*ID), and a new id's raw frames go to
+ * the ring buffer; with cfg.nowalk only the VM state is counted.  Every
+ * outcome is counted in stats (LJB_N_*).  Returns LJB_R_*.
+ */
+static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
+{
+	__u32 zero = 0, f = 0;
+	struct pt_regs *regs;
+	struct walk *w;
+	__u64 g, L, pc, T = 0, leaf = 0, base = 0;
+	__s32 vmstate;
+	int vm = 0, nosym = 0;
+
+	*id = 0;
+	w = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w)
+		goto skipped;
+	g = proc->g;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!g) {
+		/* r14 is DISPATCH while the interpreter runs, else anything:
+		   a value whose G's main thread has G as its global state is
+		   kept for user space, which checks more before it trusts it */
+		if (regs && cfg.g2disp) {
+			__u64 cand = regs->r14 - cfg.g2disp, mL;
+			mL = rdref(cand + cfg.G_mainthref, &f);
+			if (!f && mL && rdref(mL + cfg.L_glref, &f) == cand && !f)
+				proc->r14 = regs->r14;
+		}
+		count(LJB_N_NOVM, 1);
+		return LJB_R_NOVM;
+	}
+	if (!regs)
+		goto skip_base;
+	L = rdref(g + cfg.G_cur_L, &f);
+	if (f)
+		goto skip_read;
+	if (!L || !rd64(L + cfg.L_cframe, &f)) {
+		if (f)
+			goto skip_read;
+		count(LJB_N_NOLUA, 1);
+		return LJB_R_NOLUA;
+	}
+	vmstate = (__s32)rd32(g + cfg.G_vmstate, &f);
+	if (f)
+		goto skip_read;
+	if ((cfg.nojit && vmstate > 0) ||
+	    (cfg.nointerp && vmstate == cfg.vmst_interp)) {
+		count(LJB_N_DROPPED, 1);
+		return LJB_R_DROPPED;
+	}
+	if (cfg.nowalk) {
+		count_state(vmstate);
+		return LJB_R_LUA;
+	}
+	pc = regs->ip;
+	if (vmstate > 0) {
+		__u64 J = g + cfg.J_from_g;
+		if ((__u32)vmstate < rd32(J + cfg.J_sizetrace, &f)) {
+			T = rdref(rd64(J + cfg.J_trace, &f) + (__u64)vmstate * cfg.gcref, &f);
+			if (T && (gct_ffid(T, &f) & 0xff) != 9)
+				T = 0;
+		}
+		if (f)
+			goto skip_read;
+	}
+	w->h = cfg.lines;
+	if (T) {
+		__u64 mc = rd64(T + cfg.T_mcode, &f);
+		__u32 sz = rd32(T + cfg.T_szmcode, &f);
+		if (f)
+			goto skip_read;
+		if (pc >= mc && pc < mc + sz)
+			pc = 0;	/* in the trace's own machine code */
+	}
+	if (pc) {
+		if (!sym_find(pc, &leaf, &vm))
+			nosym = !in_file(pc);	/* e.g. machine code of a trace exit */
+		w->h = MIX(w->h, leaf);
+	}
+	if (vmstate == cfg.vmst_interp && nosym) {
+		count(LJB_N_F_NOSYM, 1);
+		goto skipped;
+	}
+	w->topflags = LJB_PC_NONE;
+	w->toppc = 0;
+	if (vmstate > 0) {
+		w->h = MIX(MIX(w->h, T), vmstate);
+		if (T)
+			w->h = MIX(w->h, rdref(T + cfg.T_startpc, &f));
+		base = rdref(g + cfg.G_jit_base, &f);
+		if (!base || !base_ok(L, base, &f))
+			base = rdref(L + cfg.L_base, &f);
+	} else {
+		__u64 cf;
+		if (vmstate == cfg.vmst_interp && vm) {
+			__u64 bx = regs->bx;
+			base = regs->dx;
+			if (!cfg.gc64) {
+				base &= 0xffffffffULL;
+				bx &= 0xffffffffULL;
+			}
+			if (base_ok(L, base, &f)) {
+				w->topflags = LJB_PC_INS;
+				w->toppc = bx;
+				goto walk;
+			}
+			if (f)
+				goto skip_read;
+			/* BASE is no frame of cur_L: the VM is between two
+			 * threads (resume and yield set cur_L before they
+			 * load BASE); the thread's saved L->base is its
+			 * consistent state, as for C code (the tapset does
+			 * the same) */
+		}
+		cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
+		base = rdref(L + cfg.L_base, &f);
+		if (cf) {
+			__u64 ins = rdref(cf + cfg.cf_pc, &f);
+			if (ins != rdref(cf + cfg.cf_L, &f)) {
+				w->topflags = LJB_PC_INS;
+				w->toppc = ins;
+			}
+		}
+	}
+walk:
+	if (f)
+		goto skip_read;
+	w->L = L;
+	w->bot = rdref(L + cfg.L_stack, &f) + cfg.fr2 * cfg.tv;
+	if (f)
+		goto skip_read;
+	w->frame = base - cfg.tv;
+	w->cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
+	w->nextframe = 0;
+	w->nextftsz = 0;
+	w->g = g;
+	w->n = w->skip = w->end = w->fault = w->dummy = w->done = w->resumes = 0;
+	w->ngxfault = 0;
+	{
+		struct loopctx lc = { w };	/* bpf_loop wants a stack pointer */
+		bpf_loop(LJB_MAX_ITER, walk_step, &lc, 0);
+	}
+	if (w->fault && w->ngxfault) {
+		count(LJB_N_F_NGX, 1);
+		goto skipped;
+	}
+	if (w->fault)
+		goto skip_read;
+	if (!w->done)
+		w->end = w->n == 0 ? LJB_END_BROKEN : LJB_END_OK;
+	w->h = MIX(w->h, w->end);
+	if (!w->h)
+		w->h = 1;
+	{
+		__u64 one = 1, *c = bpf_map_lookup_elem(&stacks, &w->h);
+		if (c) {
+			__sync_fetch_and_add(c, 1);
+		} else if (bpf_map_update_elem(&stacks, &w->h, &one, BPF_NOEXIST) == 0) {
+			__u32 n = w->n;
+			__u64 size;
+			if (n > LJB_MAX_FRAMES)
+				n = LJB_MAX_FRAMES;
+			w->ev.id = w->h;
+			w->ev.g = g;
+			w->ev.L = L;
+			w->ev.T = T;
+			w->ev.leaf = leaf;
+			w->ev.vmstate = vmstate;
+			w->ev.pid = pid;
+			w->ev.nframes = n;
+			w->ev.end = w->end;
+			if (w->end == LJB_END_TRUNC && n < LJB_MAX_FRAMES)
+				n++;	/* the caller of the last frame, for its name */
+			size = sizeof(w->ev) - sizeof(w->ev.f) + n * sizeof(struct ljb_frame);
+			if (size > sizeof(w->ev))
+				size = sizeof(w->ev);
+			if (bpf_ringbuf_output(&events, &w->ev, size, 0))
+				count(LJB_N_LOSTRB, 1);
+		} else if ((c = bpf_map_lookup_elem(&stacks, &w->h))) {
+			__sync_fetch_and_add(c, 1);
+		} else {
+			count(LJB_N_LOSTMAP, 1);
+		}
+	}
+	*id = w->h;
+	count_state(vmstate);
+	return LJB_R_LUA;
+skip_base:
+	count(LJB_N_F_BASE, 1);
+	goto skipped;
+skip_read:
+	count(LJB_N_F_READ, 1);
+skipped:
+	count(LJB_N_SKIPPED, 1);
+	return LJB_R_SKIPPED;
+}
+
+#endif
