@@ -133,12 +133,7 @@ for my $b (qw(gc64 nogc64)) {
 			root => ['run.lua', 'C:pmain'], mode => $mode, lines => 0, claim => $CLAIM{$mode});
 		note sprintf('%s %s: foo %.1f%% of %d foo + bar samples, %d samples in %.1f s (%.1f s of CPU time)', $b, $mode,
 			$f // 0, $n, $p->{stats}{samples} // 0, $p->{wall} // 0, $p->{cpu} // 0);
-		# stapxx_samples (--arg samples): each session stopped itself at
-		# the samples it asked for, after one check (every 50 ms) at most
-		my @late = grep { !defined $_->{asked} || ($_->{stats}{lua} // 0) < $_->{asked}
-			|| ($_->{stats}{lua} // 0) > $_->{asked} + 200 } @{ $p->{sessions} };
-		is scalar(@late), 0, "$b $mode: each session stopped at the samples it asked for ("
-			. join(', ', map { ($_->{stats}{lua} // '?') . ' of ' . ($_->{asked} // '?') } @{ $p->{sessions} }) . ')';
+		LjStacks::check_stopped("$b $mode", $p);
 	}
 	for my $mode (qw(jit nojit)) {
 		my $p = parsed("${b}_lines_$mode", "$b lines $mode");

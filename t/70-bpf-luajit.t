@@ -70,6 +70,7 @@ for my $b (qw(gc64 nogc64)) {
 		my ($f, $n) = LjStacks::check_seed($name, $p, app => $app, root => ['run.lua', 'C:pmain'], mode => $mode,
 			lines => 0, claim => $CLAIM);
 		Bpf::check_accounted($name, $p);
+		LjStacks::check_stopped($name, $p);
 		is_deeply [grep { /disagree with the symbols/ } @{ $p->{warnings} // [] }], [],
 			"$name: the handlers named from the dispatch table are the symbols";
 		my ($q) = sample("$name stripped", [$bare, $run, 3600, @work], LjStacks::seed_samples($CLAIM));

@@ -373,6 +373,8 @@ int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *m
 				break;
 			}
 			refresh(c);
+			if (c->tick && c->tick(c))
+				break;
 		}
 	}
 	*elapsed = ljb_now() - t0;

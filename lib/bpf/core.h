@@ -34,6 +34,7 @@ struct ljb_target {
  * sample's defaults). */
 struct ljb_opts {
 	long time, depth, hz, limit, maxstacks, min_us;
+	long samples;		/* lj-lua-stacks: stop after N with a Lua stack */
 	long lines, fullpath, nojit, nointerp;
 	long weight, files;	/* lj-lua-fio: 0 us, 1 bytes; file leaves */
 };
@@ -67,6 +68,8 @@ struct ljb_core {
 	/* called for each new stack named (text: its index, -1 when it could
 	   not be named); optional; it may set stop */
 	void (*on_stack)(struct ljb_core *c, const struct ljb_event *ev, long text);
+	/* called every 50 ms of ljb_core_loop(); optional; nonzero ends it */
+	int (*tick)(struct ljb_core *c);
 	void *ctx;
 	int stop;		/* the loop ends */
 	struct ring_buffer *rb;	/* events (ljb_core_loop) */

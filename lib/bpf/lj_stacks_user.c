@@ -91,14 +91,31 @@ static int start(struct session *s, const struct ljb_target *t, struct dw_set *d
 	return attach(s);
 }
 
+/* ljb_core.tick with --arg samples: the samples with a Lua stack are
+ * there. */
+static int enough(struct ljb_core *c)
+{
+	struct session *s = c->ctx;
+	unsigned long long n[LJB_N_MAX];
+
+	ljb_sum_percpu(bpf_map__fd(s->skel->maps.stats), n, LJB_N_MAX);
+	return n[LJB_N_LUA] >= (unsigned long long)s->o->samples;
+}
+
 /* Samples until the session ends (VERB: the start line's, see
  * ljb_core_loop()); the program detached, the ring
  * buffer drained.  0, or -1 after error(). */
 static int sample(struct session *s, const char *verb)
 {
+	char more[64] = "";
 	double dt;
 
-	if (ljb_core_loop(&s->c, s->o->time, verb, "", &dt) < 0)
+	if (s->o->samples > 0) {
+		snprintf(more, sizeof(more), " or %ld samples", s->o->samples);
+		s->c.ctx = s;
+		s->c.tick = enough;
+	}
+	if (ljb_core_loop(&s->c, s->o->time, verb, more, &dt) < 0)
 		return -1;
 	detach(s);
 	ljb_core_drain(&s->c);

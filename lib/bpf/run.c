@@ -52,7 +52,7 @@ static const struct impl impls[] = {
 	{ "lj-lua-stacks", "samples/lj-lua-stacks.sxx", ljb_stacks_run,
 	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
 	    O(nojit, 0, 1), O(nointerp, 0, 1), O(limit, 0, BIG), O(hz, 1, 10000),
-	    O(maxstacks, 1, 16384) },
+	    O(maxstacks, 1, 16384), O(samples, 0, BIG) },
 	  { { "interval", "periodic profiles" },
 	    { "maxsyms", "a cache of symbols: the kernel side has the whole table" } } },
 	{ "lj-lua-bt", "samples/lj-lua-bt.sxx", ljb_bt_run,

@@ -41,10 +41,10 @@ seconds used, the wall seconds).
 =item C<stacks_samples(TARGET, PIDS, SAMPLES, ARGS...)>
 
 As C<stacks_cpu>, until the sessions printed SAMPLES samples (the sum of
-their stacks' counts): the first one samples for the CPU time they take
-at 1,000 a second and a fifth more; when it falls short (a host that
-loses timer ticks), another one samples the rest at the rate seen, up to
-4.  Their outputs are parsed together (LjStacks::parse, separated by
+their stacks' counts): each session gets C<samples=MISSING> (a hundredth
+more) and stops itself once it has taken them, bounded by three times
+the CPU time they take (at 1,000 a second at first, then at the rate
+seen); when it falls short, another one samples the rest, up to 4.  Their outputs are parsed together (LjStacks::parse, separated by
 C<# session N> lines); returns what C<stacks_cpu> returns, the status
 the last session's and the outputs concatenated.
 
@@ -277,10 +277,14 @@ sub stacks_samples {
 	my ($target, $pids, $samples, @args) = @_;
 	my ($got, $used, $wall, $st, $out, $err, @all) = (0, 0, 0, 0, '', '');
 	for my $k (1 .. 4) {
-		# the CPU time the samples missing take: 1,000 a second at first,
-		# then the rate seen (at most 10 times slower); a fifth more
-		my $cpu = 1.2 * ($samples - $got) * ($got ? List::Util::min($used / $got, 0.01) : 1 / 1000);
-		my ($s, $o, $e, $p, $u, $w) = stacks_cpu($target, $pids, $cpu, @args);
+		# the sample stops itself once it has taken the samples missing
+		# (a hundredth more: inconsistent stacks are not printed); the
+		# CPU time they take, 1,000 a second at first, then the rate seen
+		# (at most 10 times slower), three times over, is only a bound
+		my $missing = $samples - $got;
+		my $cpu = 3 * $missing * ($got ? List::Util::min($used / $got, 0.01) : 1 / 1000);
+		my ($s, $o, $e, $p, $u, $w) = stacks_cpu($target, $pids, $cpu, @args,
+			'samples=' . (int($missing * 1.01) + 2));
 		($st, $out, $err) = ($s, $out . $o, $err . $e);
 		push @all, ($k > 1 ? "# session $k\n" : '') . "$o\n$e";
 		($got, $used, $wall) = ($got + $p->{total}, $used + $u, $wall + $w);

@@ -429,6 +429,18 @@ sub top_leaves {
 	return [sort grep { $n{$_} >= $share * $p->{total} } keys %n];
 }
 
+# --arg samples (stapxx_samples): each session of P stopped itself at
+# the samples with a Lua stack it asked for, after one more check (every
+# 50 ms) at most.
+sub check_stopped {
+	my ($name, $p) = @_;
+	my @s = @{ $p->{sessions} // [] };
+	my @late = grep { !defined $_->{asked} || ($_->{stats}{lua} // 0) < $_->{asked}
+		|| ($_->{stats}{lua} // 0) > $_->{asked} + 200 } @s;
+	Test::More::ok(@s && !@late, "$name: each session stopped at the samples it asked for ("
+		. join(', ', map { ($_->{stats}{lua} // '?') . ' of ' . ($_->{asked} // '?') } @s) . ')');
+}
+
 # The first N stacks of P as text, with its warnings; with CODE, only the
 # stacks whose frames CODE->(FRAMES...) is true for.
 sub dump_stacks {
