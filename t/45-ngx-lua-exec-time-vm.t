@@ -87,10 +87,7 @@ sub ngx_case {
 	my ($workers, $run, @reqs) = @_;
 	# the spinning code's own time (its /spun is a call too: asked once
 	# the session is over)
-	# (one curl for COUNT requests, one after another, each on its own
-	# connection as from COUNT curls; under TCG each process costs the
-	# guest a few hundred ms)
-	my $curl = join "\n", map { my ($n, $p) = split / /; "curl -s -H 'Connection: close' 'http://127.0.0.1:8080$p?[1-$n]' > /dev/null" } @reqs;
+	my $curl = join "\n", map { my ($n, $p) = split / /; "for i in \$(seq 1 $n); do curl -s -o /dev/null http://127.0.0.1:8080$p; done" } @reqs;
 	return VM::nginx_up(conf => "$out/nginx.conf", workers => $workers, url => '/fast') . <<"SH"
 staprun $run > stap.out 2> stap.err &
 sp=\$!
