@@ -42,17 +42,13 @@ my $SAMPLES_OTHER = 2000;
 # samples it with ARGS until the output holds SAMPLES samples (or, with
 # cpu => SECS first, for SECS of its CPU time); returns the parsed output
 # and the CPU seconds sampled.
-# The seed cases sample at 4,000 a second: the shares need a sample
-# count, not a rate, and the target burns a quarter of the CPU time
-# (the probe's 10 us are 4% of it).
-my $HZ = 4000;
 sub sample {
 	my ($name, $cmd, @args) = @_;
 	my $pid = Bpf::spawn(@$cmd);
 	ok Bpf::ready($pid), "$name: the target runs";
 	my ($st, $out, $err, $p, $used, $wall) = $args[0] eq 'cpu'
 		? Bpf::stacks_cpu(['-x', $pid], [$pid], @args[1 .. $#args])
-		: Bpf::stacks_samples(['-x', $pid], [$pid], @args, "hz=$HZ");
+		: Bpf::stacks_samples(['-x', $pid], [$pid], @args);
 	kill 'TERM', $pid;
 	waitpid($pid, 0);
 	is $st, 0, "$name: status 0" or diag $err;

@@ -33,8 +33,7 @@ my $CLAIM_MASTER = 4;
 sub sample {
 	my ($name, $n, $url, $conns, $target, $samples) = @_;
 	my $wrk = Bpf::load($n->{port}, $url, $conns);
-	# (4,000 a second: the shares need a sample count, not a rate)
-	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_samples($target, $n->{workers}, $samples, 'hz=4000');
+	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_samples($target, $n->{workers}, $samples);
 	Bpf::load_stop($wrk);
 	Bpf::nginx_stop($n);
 	is $st, 0, "$name: status 0" or diag $err;
