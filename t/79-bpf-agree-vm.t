@@ -29,7 +29,11 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 # 2000000 iterations per heavy() call: natively a call spans many 1 ms
 # sampling periods (200000 would alias with them), in the VM few enough
 # calls are cut by the window's ends; the target runs until it is killed
-my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 2000000);
+# 100,000 loops: a cycle of main() (foo, then bar) takes about 45 ms
+# under TCG, so a session spans some 400 of them: the cycles it cuts at
+# its start and end move a share by less than 0.2 points (2 M loops: 850
+# ms a cycle, about 20 a session, up to 3 points)
+my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 100000);
 
 # the eBPF backend on the host
 my $pid = Bpf::spawn($lj, @work);
