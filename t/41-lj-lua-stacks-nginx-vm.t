@@ -53,7 +53,7 @@ sub ngx_case {
 	# 850 ms under TCG: 2 to 6 requests a session, and foo at 72% once.
 	# The work outside heavy() (ngx.say) is in neither foo's nor bar's
 	# samples: it costs samples, not accuracy (a fifth more are asked).
-	$o{heavy} //= $o{nojit} ? 40000 : $o{url} eq '/ffi' ? 20000 : 100000;
+	$o{heavy} //= $o{nojit} ? 40000 : $o{url} eq '/ffi' ? 60000 : 100000;
 	my $run = $o{master} ? qq{"\$VM_JOB"/$o{module} stapxx_master=\$master}
 	                     : qq{-x \$worker "\$VM_JOB"/$o{module}};
 	# reuseport spreads connections over the workers by hash: with two
