@@ -64,9 +64,9 @@ for my $c (
 	['demo',           ['-h', 'x'],    qr/unknown argument 'x'/],
 	['bench-probe',    ['-d', '0'],    qr/-d wants a positive number, not '0'/],
 	['bench-probe',    ['--only'],     qr/--only needs a value/],
-	['bench-probe',    [qw(--only co,nope)], qr/unknown case 'nope'/],
+	['bench-probe',    ['--only', 'co,nope'], qr/unknown case 'nope'/],
 	['bench-all',      ['--only'],     qr/--only needs a value/],
-	['bench-all',      [qw(--only gc,nope)], qr/unknown benchmark 'nope'/],
+	['bench-all',      ['--only', 'gc,nope'], qr/unknown benchmark 'nope'/],
 	['test-fresh',     ['--demo-only', 'x'], qr/unknown argument 'x'/],
 ) {
 	my ($name, $args, $msg) = @$c;
