@@ -111,26 +111,14 @@ sub check_split {
 	my @calls = map { ($acct->{$_} // {})->{calls} // 0 } qw(a b c);
 	ok $calls[0] >= $ROUNDS && $calls[0] == $calls[1] && $calls[1] == $calls[2],
 		"$name: the app ran a(), b() and c() $ROUNDS times each or more (@calls)" or diag $o;
-	my @f = qw(a b c);
-	my @pct = map { LjWait::share($p, "wait.lua:$_") } @f;
-	for my $i (0 .. 2) {
-		my @others = grep { $_ ne $f[$i] } @f;
-		share_ok("$name: $f[$i]", $pct[$i], LjWait::app_share($acct, 'us', $f[$i], @others) // 0, $w->{waits},
-			claim => $CLAIM) or diag LjStacks::dump_stacks($p, 8);
-	}
-	my $leaf = LjStacks::count_with($p, sub { $_[0] =~ /^C:\w*(?:nanosleep|usleep)/ });
-	ok $leaf >= 0.9 * $p->{total}, "$name: the blocking call is the leaf ($leaf of $p->{total} us)"
-		or diag LjStacks::dump_stacks($p, 8);
 	# the rest of the app's time in them is on CPU: the loop, the FFI
 	# call, the switch-out probe.  Under TCG that is 20-22% of a 2 ms
 	# wait (78.1% covered in a nogc64 nojit run of the final 2026-11-26
 	# make test, 78.9% in an nginx run), so the bound is 70%: a graph that
 	# lost a wait in four would still fail it.
-	my $app = 0;
-	$app += ($acct->{$_} // {})->{us} // 0 for @f;
-	my $cov = $app ? 100 * $p->{total} / $app : 0;
-	ok $cov >= 70 && $cov <= 100, sprintf('%s: the graph accounts for %.1f%% of the app\'s time in a(), b() and c() (70-100)', $name, $cov)
-		or diag $o;
+	LjWait::check_abc($name, $p, $acct, $w->{waits}, $CLAIM, 70, $o);
+	my @f = qw(a b c);
+	my @pct = map { LjWait::share($p, "wait.lua:$_") } @f;
 	if (defined $o{jit}) {
 		my $tr = LjStacks::count_with($p, sub { grep { /^trace#\d+:wait\.lua:\d+$/ } @_ });
 		if ($o{jit}) {

@@ -144,16 +144,7 @@ if (my $case = $c->{mixed}) {
 	my $o = $case->{output};
 	my $p = common('mixed', $case, 'bytes');
 	my $acct = LjWait::acct($o);
-	my ($r2, $w1, $pipe) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 write1 piped);
-	my $n = LjWait::calls_with_bytes($p, { read2 => $acct->{read2} });
-	share_ok('writes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'write1'), $n, claim => $BYTES_CLAIM)
-		or diag LjStacks::dump_stacks($p, 8);
-	share_ok('writes: write1', $w1, LjWait::app_share($acct, 'bytes', 'write1', 'read2'), $n, claim => $BYTES_CLAIM);
-	is $pipe, 0, 'writes: nothing under piped() (a pipe is not file I/O)' or diag LjStacks::dump_stacks($p, 8);
-	my ($other) = $o =~ /(\d+) calls on files that are not regular \(not counted\)/;
-	ok $other && $other >= 2 * $rounds{mixed},
-		"writes: the pipe's reads and writes counted on stderr as not regular files (" . ($other // '?') . ", 2 a round)"
-		or diag $o;
+	LjWait::check_writes('writes', $p, $acct, $o, $rounds{mixed}, $BYTES_CLAIM);
 }
 
 done_testing;

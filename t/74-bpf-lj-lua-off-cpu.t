@@ -84,23 +84,10 @@ for my $c (['gc64', 'jit'], ['nogc64', 'nojit']) {
 	my @calls = map { ($acct->{$_} // {})->{calls} // 0 } qw(a b c);
 	ok $calls[0] == $ROUNDS && $calls[1] == $ROUNDS && $calls[2] == $ROUNDS,
 		"$name: the app ran a(), b() and c() $ROUNDS times each (@calls)";
-	my @f = qw(a b c);
-	for my $i (0 .. 2) {
-		my @others = grep { $_ ne $f[$i] } @f;
-		share_ok("$name: $f[$i]", LjWait::share($p, "wait.lua:$f[$i]"),
-			LjWait::app_share($acct, 'us', $f[$i], @others) // 0, $w->{waits}, claim => $CLAIM)
-			or diag LjStacks::dump_stacks($p, 8);
-	}
-	my $leaf = LjStacks::count_with($p, sub { $_[0] =~ /^C:\w*(?:nanosleep|usleep)/ });
-	ok $leaf >= 0.9 * $p->{total}, "$name: the blocking call is the leaf ($leaf of $p->{total} us)"
-		or diag LjStacks::dump_stacks($p, 8);
 	# the rest of the app's time in them is on CPU: the loop, the FFI call,
-	# the switch-out probe (natively a few us of a 2 ms wait)
-	my $app = 0;
-	$app += ($acct->{$_} // {})->{us} // 0 for @f;
-	my $cov = $app ? 100 * $p->{total} / $app : 0;
-	ok $cov >= 90 && $cov <= 100, sprintf("%s: the graph accounts for %.1f%% of the app's time in a(), b() and c() (90-100)",
-		$name, $cov) or diag $err;
+	# the switch-out probe (natively a few us of a 2 ms wait): 90%
+	LjWait::check_abc($name, $p, $acct, $w->{waits}, $CLAIM, 90, $err);
+	my @f = qw(a b c);
 	my $tr = LjStacks::count_with($p, sub { grep { /^trace#\d+:wait\.lua:\d+$/ } @_ });
 	if ($mode eq 'jit') {
 		ok $tr >= 0.5 * $p->{total}, "$name: FFI calls from JIT traces show the trace frame ($tr of $p->{total} us)";

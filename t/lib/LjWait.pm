@@ -86,6 +86,21 @@ read1() read (ACCT, the app's accounting, counts their reads).
 Percentage of KEY (us or bytes) of NAME in NAME and OTHERS, from C<acct>;
 undef when they hold none.
 
+=item C<check_abc(NAME, P, ACCT, WAITS, CLAIM, COVER, DIAG)>
+
+lj-lua-off-cpu on wait.lua's 1:2:3 sleeps (t/63, t/74): the shares of
+a(), b() and c() within CLAIM points of the app's own (from ACCT, on
+WAITS waits), the blocking call as the leaf of 90% of the time, and the
+graph at least COVER percent of the app's time in them (the rest is on
+CPU); DIAG is shown when the coverage fails.
+
+=item C<check_writes(NAME, P, ACCT, TEXT, ROUNDS, CLAIM)>
+
+lj-lua-fio on wait.lua's mixed case (t/64, t/77), weighted by bytes:
+read2() and write1() within CLAIM points of the app's bytes, nothing
+under piped(), and the pipe's calls (2 a round, ROUNDS rounds) counted
+on stderr (in TEXT) as not regular files.
+
 =back
 
 =cut
@@ -93,6 +108,7 @@ undef when they hold none.
 use strict;
 use warnings;
 use LjStacks;
+use Stats;
 use VM ();
 
 sub parse {
@@ -247,6 +263,41 @@ sub app_share {
 	$all += ($acct->{$_} // {})->{$key} // 0 for $name, @others;
 	return undef unless $all;
 	return 100 * (($acct->{$name} // {})->{$key} // 0) / $all;
+}
+
+sub check_abc {
+	my ($name, $p, $acct, $waits, $claim, $cover, $diag) = @_;
+	my @f = qw(a b c);
+	for my $i (0 .. 2) {
+		my @others = grep { $_ ne $f[$i] } @f;
+		Stats::share_ok("$name: $f[$i]", share($p, "wait.lua:$f[$i]"),
+			app_share($acct, 'us', $f[$i], @others) // 0, $waits, claim => $claim)
+			or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	}
+	my $leaf = LjStacks::count_with($p, sub { $_[0] =~ /^C:\w*(?:nanosleep|usleep)/ });
+	Test::More::ok($leaf >= 0.9 * $p->{total}, "$name: the blocking call is the leaf ($leaf of $p->{total} us)")
+		or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	my $app = 0;
+	$app += ($acct->{$_} // {})->{us} // 0 for @f;
+	my $cov = $app ? 100 * $p->{total} / $app : 0;
+	Test::More::ok($cov >= $cover && $cov <= 100,
+		sprintf("%s: the graph accounts for %.1f%% of the app's time in a(), b() and c() (%d-100)", $name, $cov, $cover))
+		or Test::More::diag($diag);
+}
+
+sub check_writes {
+	my ($name, $p, $acct, $text, $rounds, $claim) = @_;
+	my ($r2, $w1, $pipe) = map { share($p, "wait.lua:$_") } qw(read2 write1 piped);
+	my $n = calls_with_bytes($p, { read2 => $acct->{read2} });
+	Stats::share_ok("$name: read2", $r2, app_share($acct, 'bytes', 'read2', 'write1'), $n, claim => $claim)
+		or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	Stats::share_ok("$name: write1", $w1, app_share($acct, 'bytes', 'write1', 'read2'), $n, claim => $claim);
+	Test::More::is($pipe, 0, "$name: nothing under piped() (a pipe is not file I/O)")
+		or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	my ($other) = $text =~ /(\d+) calls on files that are not regular \(not counted\)/;
+	Test::More::ok($other && $other >= 2 * $rounds,
+		"$name: the pipe's reads and writes counted on stderr as not regular files (" . ($other // '?') . ', 2 a round)')
+		or Test::More::diag($text);
 }
 
 1;
