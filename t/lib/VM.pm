@@ -204,6 +204,7 @@ use warnings;
 use File::Basename qw(basename);
 use File::Path qw(remove_tree);
 use POSIX ();
+use Time::HiRes ();
 use Test::More ();
 use TestUtil;
 
@@ -248,6 +249,18 @@ sub _abs {
 
 sub no_guard { return ('-D', 'STP_NO_OVERLOAD') }
 
+# Where the VM tests' time goes: one line per build batch, VM job and case,
+# appended to t/out/times.log (dev/test-times sums it up).
+sub _times {
+	my ($self, $kind, $secs, $what) = @_;
+	my $f = "$ROOT/t/out/times.log";
+	open(my $fh, '>>', $f) or return;
+	printf $fh "%s %s %s %.1f %s\n", POSIX::strftime('%H:%M:%S', localtime),
+	       $self->{name}, $kind, $secs, $what;
+	close $fh;
+	return;
+}
+
 sub build {
 	my ($self, $name, $script, %o) = @_;
 	my ($ko) = $self->builds([$name, $script, %o]);
@@ -277,6 +290,7 @@ sub builds {
 	my $tree = $self->ktree or return map { undef } @specs;
 	my @argv = map { $self->_build_argv($tree, @$_) } @specs;
 	my $jobs = $ENV{STAPXX_BUILD_JOBS} || 2;
+	my $t0 = Time::HiRes::time();
 	my (%running, @rc);
 	my $next = 0;
 	while ($next < @specs || %running) {
@@ -295,6 +309,7 @@ sub builds {
 		last if $pid < 0;
 		delete $running{$pid};
 	}
+	$self->_times('build', Time::HiRes::time() - $t0, join(',', map { $_->[0] } @specs));
 	my @ko;
 	for my $k (0 .. $#specs) {
 		my $name = $specs[$k][0];
@@ -490,6 +505,7 @@ SH
 	push @argv, '--mem', $o{mem} if $o{mem};
 	push @argv, $script, @files;
 
+	my $t0 = Time::HiRes::time();
 	my ($rc, $stdout, $stderr) = run_cmd({ stdout => "$self->{out}/vm.stdout",
 	                                       stderr => "$self->{out}/vm.stderr" }, @argv);
 	# A guest that hung while booting, before the job started, ran nothing
@@ -514,6 +530,10 @@ SH
 		};
 	}
 	Test::More::note("dev/vm-run: " . ($r{stderr} =~ s/\s+$//r));
+	my $ticks = slurp("$vmdir/.vm/cpu_ticks");
+	$self->_times('vm', Time::HiRes::time() - $t0, scalar(@cases) . ' cases' .
+	              (defined $ticks && $ticks =~ /^(\d+)/ ? sprintf(', guest cpu %.1f s', $1 / 100) : ''));
+	$self->_times('case', $2, $1) while $stdout =~ /^== case (\S+): status \d+ \((\d+) s\)/mg;
 	return \%r;
 }
 
