@@ -157,8 +157,11 @@ endif
 # Tests that boot the VM have "-vm" in their name; the rest run on the host.
 HOST_TESTS = $(strip $(foreach t,$(sort $(wildcard t/*.t)),$(if $(findstring -vm,$(t)),,$(t))))
 
+# Three at a time, the longest first: several of them wait on a workload
+# or a server more than they use the CPU.
+CHECK_FIRST = t/70-bpf-luajit.t t/71-bpf-nginx.t t/24-layouts.t t/74-bpf-lj-lua-off-cpu.t
 check: all
-	prove $(PROVE_FLAGS) $(HOST_TESTS)
+	prove -j3 $(PROVE_FLAGS) $(filter $(CHECK_FIRST),$(HOST_TESTS)) $(filter-out $(CHECK_FIRST),$(HOST_TESTS))
 
 # Golden files: the tests only compare; a differing run leaves its output
 # in t/out/golden-new/, which this copies over t/golden/ (review the diff).
