@@ -8,6 +8,7 @@
 #include "bpf/lj_fio_user.h"
 #include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
+#include "bpf/lj_yield_user.h"
 #include "dwarf/dwarf.h"
 
 #include <errno.h>
@@ -67,6 +68,9 @@ static const struct impl impls[] = {
 	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
 	    O(limit, 0, BIG), O(maxstacks, 1, 16384), W(weight, weights), O(files, 0, 1) },
 	  { { 0 } } },
+	{ "ngx-lua-yield", "samples/ngx-lua-yield.sxx", ljb_yield_run,
+	  { O(time, 0, BIG), O(min_us, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1),
+	    O(fullpath, 0, 1), O(limit, 0, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
 };
 
 /* The NAME of the script's "# stap++ native: bpf NAME" line (malloc'd),

@@ -1,0 +1,68 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# ngx-lua-yield --runtime=bpf on this host (uprobes on lua_yield and
+# lua_resume, no VM), against the debug nginx with t/apps/wait.conf, the
+# assertions of t/65 (t/lib/LjWait.pm): requests of /yield run sleep2()
+# and sleep1() of t/apps/wait.lua, ngx.sleep(0.02) and ngx.sleep(0.01),
+# which the app times itself; the time yielded splits as the app's own
+# timers say within 5 points (the run reaches the floor of yields for
+# that), and as the 2:1 asked for with the bias of the overrun the app
+# measured, under C:ngx_http_lua_ngx_sleep.  Then /waits: the cosocket's
+# receive, ngx.thread.wait and a light thread continued after [resume]
+# in its spawner, each named by what it waited on.  The load runs until
+# the app has counted the requests it needs, and the requests in flight
+# are waited for before the session ends.  Then min_us above every yield:
+# none in the graph, all counted as short.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use LjStacks;
+use LjWait;
+use Bpf;
+use Test::More;
+
+my $CLAIM = 5;
+my $REQS = LjWait::yield_reqs($CLAIM);
+my $WAITS_REQS = 100;
+my $FEW = 50;
+
+my $n = Bpf::nginx(conf => 't/apps/wait.conf', url => '/acct');
+ok @{ $n->{workers} } == 1, 'nginx runs one worker';
+
+{
+	my ($st, $o) = LjWait::bpf_ngx_session($n, '/yield', $REQS, 4);
+	is $st, 0, 'yield: status 0' or diag $o;
+	# (Bpf::nginx runs a copy of wait.conf named nginx.conf)
+	my $p = LjWait::check_yield('yield', $o, $REQS, $CLAIM, 'nginx.conf');
+	my $w = $p->{wait};
+	like $o, qr/^WARNING: ngx-lua-yield: \d+\.\d us per yield in the lua_yield probe, \d+\.\d us per resume in the lua_resume probe on average \((\d+) yields, (\d+) resumes\), besides the uprobe traps \(\d+\.\d us each here, measured at the start\)$/m,
+		'yield: the probes\' cost is printed, and a uprobe trap\'s';
+	my ($yields, $resumes) = $o =~ /on average \((\d+) yields, (\d+) resumes\)/;
+	my $sum = 0;
+	$sum += $_ // 0 for $w->{waits}, $w->{skipped}, $w->{short};
+	ok defined $yields && $yields == $sum && $resumes == $yields,
+		"yield: every yield taken is accounted for on stderr and was resumed ($sum of " . ($yields // '?') . ')' or diag $o;
+	like $o, qr/^WARNING: ngx-lua-yield: us yielded per process \(pid:us\): $n->{workers}[0]:\d+$/m, 'yield: the time per process';
+	note join "\n", grep { /^WARNING: ngx-lua-yield/ } split /\n/, $o;
+}
+{
+	my ($st, $o) = LjWait::bpf_ngx_session($n, '/waits', $WAITS_REQS, 1);
+	is $st, 0, 'waits: status 0' or diag $o;
+	LjWait::check_waits('waits', $o);
+}
+# min_us above every yield: none in the graph, all counted as short
+{
+	my ($st, $o) = LjWait::bpf_ngx_session($n, '/yield', $FEW, 4, 'min_us=100000');
+	my $p = LjWait::parse($o, 'ngx-lua-yield');
+	is $st, 0, 'min_us=100000: status 0' or diag $o;
+	is $p->{total}, 0, 'min_us=100000: nothing in the graph' or diag $o;
+	ok(($p->{wait}{short} // 0) >= 2 * $FEW, "min_us=100000: the short yields counted on stderr ("
+		. ($p->{wait}{short} // '?') . ', 2 a request)') or diag $o;
+}
+my $log = slurp("$n->{prefix}/logs/error.log") // '';
+Bpf::nginx_stop($n);
+unlike $log, qr/\[(alert|emerg|crit|error)\]/, 'no errors in error.log';
+
+done_testing;
