@@ -12,7 +12,8 @@
 # in its spawner, each named by what it waited on.  The load runs until
 # the app has counted the requests it needs, and the requests in flight
 # are waited for before the session ends.  Then min_us above every yield:
-# none in the graph, all counted as short.
+# none in the graph, all counted as short; and a session ended under load,
+# whose yields still open are counted up to its end.
 use strict;
 use warnings;
 use FindBin;
@@ -21,12 +22,28 @@ use TestUtil;
 use LjStacks;
 use LjWait;
 use Bpf;
+use Time::HiRes qw(time sleep);
 use Test::More;
 
 my $CLAIM = 5;
 my $REQS = LjWait::yield_reqs($CLAIM);
 my $WAITS_REQS = 100;
 my $FEW = 50;
+
+# Every yield taken (the cost line's count) is accounted for on stderr:
+# in the graph (those still open at the end included), skipped, or
+# shorter than min_us; none dropped.  Returns the yields and the resumes
+# that ended one.
+sub accounted {
+	my ($name, $o) = @_;
+	my $w = LjWait::parse($o, 'ngx-lua-yield')->{wait};
+	my ($yields, $resumes) = $o =~ /on average \((\d+) yields, (\d+) resumes\)/;
+	my $sum = 0;
+	$sum += $_ // 0 for $w->{waits}, $w->{skipped}, $w->{short};
+	is $sum, $yields // -1, "$name: every yield taken is accounted for on stderr ($sum)" or diag $o;
+	unlike $o, qr/yields dropped/, "$name: none dropped";
+	return ($yields, $resumes);
+}
 
 my $n = Bpf::nginx(conf => 't/apps/wait.conf', url => '/acct');
 ok @{ $n->{workers} } == 1, 'nginx runs one worker';
@@ -39,11 +56,8 @@ ok @{ $n->{workers} } == 1, 'nginx runs one worker';
 	my $w = $p->{wait};
 	like $o, qr/^WARNING: ngx-lua-yield: \d+\.\d us per yield in the lua_yield probe, \d+\.\d us per resume in the lua_resume probe on average \((\d+) yields, (\d+) resumes\), besides the uprobe traps \(\d+\.\d us each here, measured at the start\)$/m,
 		'yield: the probes\' cost is printed, and a uprobe trap\'s';
-	my ($yields, $resumes) = $o =~ /on average \((\d+) yields, (\d+) resumes\)/;
-	my $sum = 0;
-	$sum += $_ // 0 for $w->{waits}, $w->{skipped}, $w->{short};
-	ok defined $yields && $yields == $sum && $resumes == $yields,
-		"yield: every yield taken is accounted for on stderr and was resumed ($sum of " . ($yields // '?') . ')' or diag $o;
+	my ($yields, $resumes) = accounted('yield', $o);
+	is $resumes, $yields, 'yield: every yield was resumed';
 	like $o, qr/^WARNING: ngx-lua-yield: us yielded per process \(pid:us\): $n->{workers}[0]:\d+$/m, 'yield: the time per process';
 	note join "\n", grep { /^WARNING: ngx-lua-yield/ } split /\n/, $o;
 }
@@ -60,6 +74,27 @@ ok @{ $n->{workers} } == 1, 'nginx runs one worker';
 	is $p->{total}, 0, 'min_us=100000: nothing in the graph' or diag $o;
 	ok(($p->{wait}{short} // 0) >= 2 * $FEW, "min_us=100000: the short yields counted on stderr ("
 		. ($p->{wait}{short} // '?') . ', 2 a request)') or diag $o;
+}
+# ended under load (SIGINT with requests in flight, once the app has
+# counted $FEW): the yields still open are counted up to the end, none is
+# taken for one whose resume was missed
+{
+	my $base = "http://127.0.0.1:$n->{port}";
+	run_cmd('curl', '-s', '-o', '/dev/null', "$base/reset");
+	my $h = Bpf::start_sample('ngx-lua-yield', ['-x', $n->{workers}[0]], 'time=0');
+	ok $h->{started}, 'under load: the session started';
+	my $wrk = Bpf::load($n->{port}, '/yield', 4);
+	my ($t0, $acct) = (time, {});
+	until ((($acct->{sleep1} // {})->{calls} // 0) >= $FEW || time - $t0 > 60) {
+		sleep 0.1;
+		my (undef, $a) = run_cmd('curl', '-s', "$base/acct");
+		$acct = LjWait::acct(join('', map { "# app: $_\n" } split /\n/, $a));
+	}
+	my ($st, $out, $err) = Bpf::finish($h, 'INT');
+	Bpf::load_stop($wrk);
+	is $st, 0, 'under load: status 0' or diag $err;
+	accounted('under load', "$out\n$err");
+	note join "\n", grep { /^WARNING: ngx-lua-yield/ } split /\n/, $err;
 }
 my $log = slurp("$n->{prefix}/logs/error.log") // '';
 Bpf::nginx_stop($n);

@@ -22,31 +22,34 @@ static const char *per(char *b, size_t size, unsigned long long ns, unsigned lon
 	return b;
 }
 
-/* Detaches the probes L (lua_resume's, lua_yield's). */
+/* Detaches the probe *L. */
 static void detach(struct bpf_link **l)
 {
-	for (int i = 0; i < 2; i++) {
-		bpf_link__destroy(l[i]);
-		l[i] = NULL;
-	}
+	bpf_link__destroy(*l);
+	*l = NULL;
 }
 
-/* The end of a session that traced for TRACED seconds until NOW: the
- * probes L detached, the end said (GONE: ljb_core_loop's), the report;
- * TRAP: a uprobe's cost (ljb_uprobe_cost).  Returns 0. */
+/* The end of a session that traced for TRACED seconds: the probes L
+ * detached (the yields still open then counted up to it), the end said
+ * (GONE: ljb_core_loop's), the report; TRAP: a uprobe's cost
+ * (ljb_uprobe_cost).  Returns 0. */
 static int report(struct ljb_core *c, struct lj_yield *skel, const struct ljb_opts *o,
-		   double traced, unsigned long long now, double trap, struct bpf_link **l,
-		   int gone)
+		   double traced, double trap, struct bpf_link **l, int gone)
 {
 	const char *name = c->t.name;
 	unsigned long long n[LJB_N_MAX], w[LJB_W_MAX], open[2] = {0};
 	struct ljb_tally t = {0};
 	char b1[32], b2[32], b3[64];
 	struct ljb_waits m = LJB_WAITS(skel, struct ljb_ykey);
+	unsigned long long now;
 
+	/* lua_yield's probe first: a detach takes milliseconds, in which a
+	   yield whose resume is not probed any more would look like one
+	   whose resume was missed; and no yield opens after the end */
+	detach(l + 1);
+	now = ljb_now_ns();
 	detach(l);
 	ljb_core_end(c, gone);
-
 	ljb_waits_report(c, &m, now, o->min_us, o->limit, traced, "yielded", "yields", n, w, &t,
 			 open);
 #define US(k) w[LJB_W_US(k)]
@@ -107,10 +110,9 @@ int ljb_yield_run(const struct ljb_target *t, const struct ljb_opts *o, struct d
 	gone = ljb_core_loop(&c, o->time, "tracing", "", &traced);
 	if (gone < 0)
 		goto out;
-	/* the end: yields still open are counted up to it, the probes
-	   detached, the report */
-	rc = report(&c, skel, o, traced, ljb_now_ns(), trap, l, gone);
+	rc = report(&c, skel, o, traced, trap, l, gone);
 out:
+	detach(l + 1);
 	detach(l);
 	lj_yield__destroy(skel);
 	ljb_core_free(&c);
