@@ -12,8 +12,9 @@
 # in its spawner, each named by what it waited on.  The load runs until
 # the app has counted the requests it needs, and the requests in flight
 # are waited for before the session ends.  Then min_us above every yield:
-# none in the graph, all counted as short; and a session ended under load,
-# whose yields still open are counted up to its end.
+# none in the graph, all counted as short; a session ended under load,
+# whose yields still open are counted up to its end; and a libluajit
+# without its symbol table (lua_yield and lua_resume are exported).
 use strict;
 use warnings;
 use FindBin;
@@ -23,6 +24,7 @@ use LjStacks;
 use LjWait;
 use Bpf;
 use Time::HiRes qw(time sleep);
+use File::Basename ();
 use Test::More;
 
 my $CLAIM = 5;
@@ -99,5 +101,25 @@ ok @{ $n->{workers} } == 1, 'nginx runs one worker';
 my $log = slurp("$n->{prefix}/logs/error.log") // '';
 Bpf::nginx_stop($n);
 unlike $log, qr/\[(alert|emerg|crit|error)\]/, 'no errors in error.log';
+
+# libluajit stripped as a distribution ships it: lua_yield and lua_resume
+# are its exported API (.dynsym), the probes are placed all the same
+{
+	my $libs = File::Basename::dirname(Bpf::stripped("$ROOT/build/luajit-gc64/lib/libluajit-5.1.so.2",
+		'libluajit-5.1.so.2'));
+	my $m = Bpf::nginx(conf => 't/apps/wait.conf', url => '/acct', libs => $libs);
+	my ($lib) = (slurp("/proc/$m->{workers}[0]/maps") // '') =~ m{(/\S+/libluajit-5\.1\.so\S*)$}m;
+	is $lib, "$libs/libluajit-5.1.so.2", 'stripped libluajit: the worker maps the stripped copy';
+	my ($st, $o) = LjWait::bpf_ngx_session($m, '/yield', $FEW, 4);
+	Bpf::nginx_stop($m);
+	my $p = LjWait::parse($o, 'ngx-lua-yield');
+	is $st, 0, 'stripped libluajit: status 0' or diag $o;
+	my $in = LjStacks::count_with($p, sub { grep { /^wait\.lua:sleep[12]$/ } @_ });
+	ok $p->{total} > 0 && $in == $p->{total}, "stripped libluajit: every yield under sleep2 or sleep1 ($in of $p->{total} us)"
+		or diag $o;
+	my $reqs = (LjWait::acct($o)->{sleep1} // {})->{calls} // 0;
+	ok $reqs >= $FEW && ($p->{wait}{waits} // 0) == 2 * $reqs,
+		"stripped libluajit: two yields a request ($reqs requests)" or diag $o;
+}
 
 done_testing;

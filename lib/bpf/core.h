@@ -39,6 +39,8 @@ struct ljb_opts {
 	long samples;		/* lj-lua-stacks: stop after N with a Lua stack */
 	long lines, fullpath, nojit, nointerp;
 	long weight, files;	/* lj-lua-fio: 0 us, 1 bytes; file leaves */
+	long rate, on, period;	/* lj-lua-alloc: bytes per sample; ms armed of
+				   every period ms */
 };
 
 /* A stack id and what user space made of it. */

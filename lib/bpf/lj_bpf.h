@@ -160,4 +160,31 @@ struct ljb_ykey {
 	__u32 pid, pad;
 };
 
+/* lj-lua-alloc (lj_alloc.bpf.c): a sampled allocation's key in map
+ * weights (bytes): its stack id (0: no Lua stack), the return address of
+ * the allocator's probe (the C function that allocates: its type), and
+ * with --master its process (else 0). */
+struct ljb_akey {
+	__u64 id, ra;
+	__u32 pid, pad;
+};
+
+/* The byte budget of a CPU (per-CPU array budget): the bytes until its
+ * next sample, its allocations (0: the budget is not drawn yet). */
+struct ljb_budget {
+	__s64 left;
+	__u64 n;
+};
+
+/* Its counters (per-CPU array astats): allocations and their bytes;
+ * samples, those without a Lua stack, those skipped (before the VM was
+ * found; a fault in the walk or the return address unreadable, and
+ * those sampled allocations whose return address was unreadable); the
+ * probes' time (ns) on allocations not sampled (one in 64 timed) and
+ * sampled; the bytes that found no room in weights. */
+enum {
+	LJB_A_ALLOCS, LJB_A_BYTES, LJB_A_SAMPLES, LJB_A_NOLUA, LJB_A_NOVM, LJB_A_FAULTS, LJB_A_NORA,
+	LJB_A_FAST, LJB_A_FASTN, LJB_A_SLOW, LJB_A_SLOWN, LJB_A_LOST, LJB_A_MAX
+};
+
 #endif
