@@ -91,7 +91,7 @@ CLANG   ?= clang
 BPFTOOL ?= $(or $(wildcard /usr/sbin/bpftool),bpftool)
 LDLIBS_BPF := -lbpf -lelf -lz
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
-lib/bpf/%.bpf.o: lib/bpf/%.bpf.c lib/bpf/lj_walk.bpf.h lib/bpf/lj_bpf.h Makefile
+lib/bpf/%.bpf.o: lib/bpf/%.bpf.c lib/bpf/lj_walk.bpf.h lib/bpf/lj_wait.bpf.h lib/bpf/lj_bpf.h Makefile
 	$(quiet) CLANG $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ilib/bpf -c -o $@ $<
 lib/bpf/%.skel.h: lib/bpf/%.bpf.o
@@ -100,6 +100,8 @@ lib/bpf/%.skel.h: lib/bpf/%.bpf.o
 lib/bpf/lj_stacks_user.o: lib/bpf/lj_stacks.skel.h
 lib/bpf/lj_offcpu_user.o: lib/bpf/lj_offcpu.skel.h
 lib/bpf/lj_fio_user.o: lib/bpf/lj_fio.skel.h
+lib/bpf/lj_yield_user.o: lib/bpf/lj_yield.skel.h
+lib/bpf/lj_alloc_user.o: lib/bpf/lj_alloc.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)

@@ -27,6 +27,7 @@ use TestUtil;
 use VM;
 use LjStacks;
 use LjGc;
+use LjAlloc;
 use Pprof;
 use Stats;
 use POSIX qw(ceil);
@@ -100,49 +101,11 @@ my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
-# The stacks of a case's output (the app's own lines and SystemTap's
-# errors left out).
-sub stacks_of {
-	my ($o) = @_;
-	return join "\n", grep { !/^(?:start|time [\d.]+|rounds \d+|tables one \d+ two \d+|ERROR: .*)$/ } split /\n/, $o;
-}
-
-# The split of one case: one() and two()'s bytes against the app's own
-# count of the tables each made.  CLAIM: the tolerance promised (the
-# samples must reach its floor), else 4 sigma of the samples taken.
+# The split of one case (LjAlloc::check_split), its status first.
 sub check_split {
 	my ($name, $case, %o) = @_;
-	my $o = $case->{output};
-	is $case->{status}, 0, "$name: staprun status 0" or diag $o;
-	my $p = LjStacks::parse(stacks_of($o));
-	is_deeply LjStacks::bad($p, $name, $o), [], "$name: well-formed stacks" or diag $o;
-	like $o, qr/^# stap\+\+ type=bytes$/m, "$name: the output's header gives the unit (type=bytes)";
-	my ($t1, $t2) = $o =~ /^tables one (\d+) two (\d+)$/m;
-	ok $t1 && $t2, "$name: the app counted its tables (one " . ($t1 // '?') . ', two ' . ($t2 // '?') . ')' or diag $o;
-	my $one = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:one' } @_ });
-	my $two = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:two' } @_ });
-	my $sum = $one + $two;
-	# A stack whose only frame is '?' was inconsistent when sampled: a few
-	# KB a run under 'string' and 'table', early in it (docs/lj-lua-alloc.md),
-	# 0-4.3% of the bytes in the runs so far.  Their code path is unknown,
-	# so they could be one()'s or two()'s: their share is allowed on top of
-	# the split's tolerance.
-	my $q = LjStacks::count_with($p, sub { $_[1] && $_[1] eq '?' && @_ == 2 });
-	my $qpct = $p->{total} ? 100 * $q / $p->{total} : 100;
-	ok $qpct <= 5, sprintf("%s: '?' stacks (inconsistent when sampled) %.1f%% of the bytes (at most 5)", $name, $qpct) or diag $o;
-	# the rest: the start-up's own allocations (libraries, the chunk), 40 KB
-	ok $sum >= 0.8 * $p->{total}, "$name: one() and two() hold most sampled bytes ($sum of $p->{total})" or diag $o;
-	my $truth = ($t1 && $t2) ? 100 * $t1 / ($t1 + $t2) : 33.3;
-	my $n = int($sum / $RATE);
-	share_ok("$name: one()'s bytes", $sum ? 100 * $one / $sum : undef, $truth, $n,
-		($o{claim} ? (claim => $o{claim}) : ()),
-		($q ? (bias => $qpct, why => "the '?' stacks may be one()'s or two()'s") : ()))
-		or diag LjStacks::dump_stacks($p, 8);
-	my ($faults) = $o =~ /(\d+) faults$/m;
-	ok defined $faults && $faults <= 0.01 * ($p->{total} / $RATE + 1), "$name: at most 1% of the samples faulted (" . ($faults // '?') . ')' or diag $o;
-	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes/m, "$name: the probes' cost printed";
-	note "$name: $_" for grep { /^WARNING: lj-lua-alloc/ } split /\n/, $o;
-	return $p;
+	is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};
+	return LjAlloc::check_split($name, $case->{output}, $RATE, %o);
 }
 
 for my $mode (qw(jit nojit)) {
@@ -151,7 +114,7 @@ for my $mode (qw(jit nojit)) {
 		if ($mode eq 'jit') {
 			# the real output as a pprof profile, read back by go tool pprof
 			Pprof::init($vm->out . '/pprof');
-			Pprof::check_real('alloc', stacks_of($case->{output}), types => 'space/bytes',
+			Pprof::check_real('alloc', LjAlloc::stacks_of($case->{output}), types => 'space/bytes',
 				frames => ['alloc.lua:one', 'alloc.lua:two']);
 		}
 	}
@@ -181,30 +144,22 @@ if (my $case = $c->{err}) {
 	like $o, qr/^ERROR: probe overhead \(\d+ cycles\) exceeded threshold/m, 'err: SystemTap says why' or diag $o;
 	like $o, qr/^WARNING: lj-lua-alloc: the session ended on the error above; the report covers the time before it$/m,
 		'err: the sample says its report covers the time before the error' or diag $o;
-	my $p = LjStacks::parse(stacks_of($o));
+	my $p = LjStacks::parse(LjAlloc::stacks_of($o));
 	is_deeply LjStacks::bad($p, 'err', $o), [], 'err: well-formed stacks' or diag $o;
 	# When the guard trips depends on the host's load: it may trip at the
 	# first probes, during luajit's start-up, before one() and two() ran,
 	# where a sample can fault (a CI run had no stack to print).  So
 	# what is checked is the account: every byte sampled before the error
 	# is printed, or counted as faulted or left out by the limit.
-	my ($samples, $faults) = $o =~ /^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; (\d+) samples of $RATE bytes, \d+ without a Lua stack, (\d+) faults$/m;
-	ok $samples, 'err: the summary is printed, with the samples taken (' . ($samples // '?') . ')' or diag $o;
-	my ($lost) = $o =~ /^WARNING: lj-lua-alloc: limit hit: (\d+) bytes/m;
-	is $p->{total} + ($faults // 0) * $RATE + ($lost // 0), ($samples // -1) * $RATE,
-		"err: the bytes sampled before the error are printed ($p->{total}) or counted as faulted (" . ($faults // '?') . ' samples)'
-		or diag $o;
+	LjAlloc::accounted('err', $o, $RATE);
 }
 if (my $case = $c->{few}) {
 	my $o = $case->{output};
 	is $case->{status}, 0, 'maxstacks 1: staprun status 0' or diag $o;
-	my $p = LjStacks::parse(stacks_of($o));
+	my $p = LjAlloc::accounted('maxstacks 1', $o, $RATE);
 	is scalar @{ $p->{stacks} }, 1, 'maxstacks 1: one stack printed' or diag $o;
 	my ($lost) = $o =~ /^WARNING: lj-lua-alloc: limit hit: (\d+) bytes of stacks beyond the first 1 distinct ones are not printed; --arg maxstacks=N raises it$/m;
 	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;
-	my ($samples, $faults) = $o =~ /; (\d+) samples of $RATE bytes, \d+ without a Lua stack, (\d+) faults$/m;
-	is(($lost // 0) + $p->{total} + ($faults // 0) * $RATE, ($samples // -1) * $RATE,
-		'maxstacks 1: printed + left out + faulted = the bytes sampled') or diag $o;
 }
 if (my $case = $c->{master}) {
 	my $o = $case->{output};

@@ -63,6 +63,14 @@ double ljb_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+unsigned long long ljb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static struct ljb_idtext *id_slot(const struct ljb_core *c, uint64_t id)
 {
 	size_t i = (id * 0x9e3779b97f4a7c15ULL) >> 20;
@@ -310,6 +318,7 @@ int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
 			return error("no process %d", (int)t->pid);
 		return error("master process %d has no children to sample", (int)t->master);
 	}
+	c->pid0 = p[0];
 	c->st = ljb_symtab_load(p[0]);
 	free(p);
 	if (!c->st)
@@ -341,6 +350,107 @@ int ljb_core_start(struct ljb_core *c)
 	put_files(c);
 	refresh(c);
 	return 0;
+}
+
+struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
+				 const char *name, const char *const *why)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = name);
+	uint64_t addr = ljb_symtab_addr(c->st, name);
+	const struct ljb_file *f = addr ? ljb_symtab_file(c->st, addr) : NULL;
+	struct bpf_link *l;
+
+	if (!f) {
+		error("no function '%s' in the symbols of '%s' or the libraries it maps",
+		      name, c->t.exec ? c->t.exec : "the target");
+		for (; why && *why; why++)
+			hint("%s", *why);
+		return NULL;
+	}
+	l = bpf_program__attach_uprobe_opts(prog, c->t.pid ? c->t.pid : -1, f->path, 0, &uo);
+	if (!l)
+		error("cannot attach a uprobe to %s in '%s': %s", name, f->path, strerror(errno));
+	return l;
+}
+
+/* What ljb_uprobe_cost() probes (called through a volatile pointer: not
+ * inlined, not dropped). */
+__attribute__((noinline)) static int probed(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+/* The file and the offset in it of this process's code at ADDR; 0, or
+ * -1. */
+static int self_offset(uintptr_t addr, char *path, size_t size, unsigned long *off)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096];
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	while (rc < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, pgoff;
+		int n = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &pgoff, &n) < 3 || !n ||
+		    addr < lo || addr >= hi || line[n] != '/')
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(path, size, "%s", line + n);
+		*off = addr - lo + pgoff;
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Nanoseconds per call of probed(): the least of 5 runs of N calls (the
+ * least disturbed by the rest of the machine). */
+static double per_call(int (*volatile fn)(int), int n)
+{
+	double best = 0;
+
+	for (int k = 0; k < 5; k++) {
+		double t0 = ljb_now(), ns;
+		int x = 0;
+		for (int i = 0; i < n; i++)
+			x = fn(x);
+		ns = x == n ? (ljb_now() - t0) * 1e9 / n : 0;
+		if (k == 0 || ns < best)
+			best = ns;
+	}
+	return best;
+}
+
+double ljb_uprobe_cost(struct bpf_program *prog)
+{
+	int (*volatile fn)(int) = probed;
+	char path[4096];
+	unsigned long off;
+	struct bpf_link *l;
+	double with, without;
+	const int n = 2000;
+
+	if (self_offset((uintptr_t)probed, path, sizeof(path), &off) < 0)
+		return -1;
+	l = bpf_program__attach_uprobe_opts(prog, getpid(), path, off, NULL);
+	if (!l)
+		return -1;
+	with = per_call(fn, n);
+	bpf_link__destroy(l);
+	without = per_call(fn, n);
+	return with > without ? with - without : 0;
+}
+
+const char *ljb_uprobe_cost_text(char *b, size_t size, double ns)
+{
+	if (ns < 0)
+		snprintf(b, size, " (not measured)");
+	else
+		snprintf(b, size, " (%.1f us each here, measured at the start)", ns / 1000);
+	return b;
 }
 
 int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *more,
@@ -387,6 +497,14 @@ void ljb_core_drain(struct ljb_core *c)
 		ring_buffer__consume(c->rb);
 }
 
+void ljb_core_end(struct ljb_core *c, int gone)
+{
+	if (gone && c->t.pid)
+		fprintf(stderr, "WARNING: %s: process %d exited; stopping\n", c->t.name,
+			(int)c->t.pid);
+	ljb_core_drain(c);
+}
+
 void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 		  struct ljb_tally *t)
 {
@@ -408,22 +526,128 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 void ljb_core_add_leaf(struct ljb_core *c, uint64_t id, const char *leaf,
 		       unsigned long long n, struct ljb_tally *t)
 {
+	ljb_core_add_framed(c, id, leaf, NULL, n, t);
+}
+
+/* Appends FRAME (escaped) and a newline to B, unless it is NULL or "". */
+static void add_frame(struct buf *b, const char *frame)
+{
+	if (!frame || !*frame)
+		return;
+	ljb_escape(b, frame, strlen(frame));
+	buf_adds(b, "\n");
+}
+
+void ljb_core_add_framed(struct ljb_core *c, uint64_t id, const char *leaf, const char *root,
+			 unsigned long long n, struct ljb_tally *t)
+{
 	struct ljb_idtext *e = id_slot(c, id);
 	struct buf b = {0};
 	long k;
 
-	if (!leaf || !*leaf || !e->id || e->end == LJB_END_BROKEN || e->text < 0) {
+	if (((!leaf || !*leaf) && (!root || !*root)) || !e->id || e->end == LJB_END_BROKEN ||
+	    e->text < 0) {
 		ljb_core_add(c, id, n, t);
 		return;
 	}
 	if (e->end == LJB_END_TRUNC)
 		t->truncated += n;
-	ljb_escape(&b, leaf, strlen(leaf));
-	buf_adds(&b, "\n");
+	add_frame(&b, leaf);
 	buf_adds(&b, c->texts[e->text].s);
+	add_frame(&b, root);
 	k = text_index(c, b.s);	/* (it may move texts) */
 	c->texts[k].count += n;
 	buf_free(&b);
+}
+
+void ljb_core_add_frames(struct ljb_core *c, const char *const *frames, unsigned long long n)
+{
+	struct buf b = {0};
+
+	for (; *frames; frames++)
+		add_frame(&b, *frames);
+	if (b.s)
+		c->texts[text_index(c, b.s)].count += n;
+	buf_free(&b);
+}
+
+void ljb_core_add_map(struct ljb_core *c, int fd, struct ljb_tally *t)
+{
+	__u64 key, next, n;
+	int more;
+
+	for (more = bpf_map_get_next_key(fd, NULL, &next) == 0; more;
+	     more = bpf_map_get_next_key(fd, &key, &next) == 0) {
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &n) == 0)
+			ljb_core_add(c, key, n, t);
+	}
+}
+
+/* Closes the waits still open in the map FD (keys of KEYSIZE bytes) at
+ * NOW: see ljb_waits_report (PFD: its pus). */
+static void waits_close(struct ljb_core *c, int fd, size_t keysize, int pfd,
+			unsigned long long now, long min_us, unsigned long long *w,
+			struct ljb_tally *t, unsigned long long open[2])
+{
+	char *key = xcalloc(2, keysize), *next = key + keysize;
+	int more;
+
+	for (more = bpf_map_get_next_key(fd, NULL, next) == 0; more;
+	     more = bpf_map_get_next_key(fd, key, next) == 0) {
+		struct ljb_wait v;
+		unsigned long long us;
+		__u64 pu = 0;
+		memcpy(key, next, keysize);
+		if (bpf_map_lookup_elem(fd, key, &v) < 0 || v.since > now)
+			continue;
+		us = (now - v.since) / 1000;
+		if ((long)us < min_us) {
+			w[LJB_W_N(LJB_K_SHORT)]++;
+			w[LJB_W_US(LJB_K_SHORT)] += us;
+			continue;
+		}
+		bpf_map_lookup_elem(pfd, &v.pid, &pu);
+		pu += us;
+		bpf_map_update_elem(pfd, &v.pid, &pu, BPF_ANY);
+		open[0]++;
+		open[1] += us;
+		if (v.kind >= LJB_K_MAX)
+			continue;
+		w[LJB_W_N(v.kind)]++;
+		w[LJB_W_US(v.kind)] += us;
+		if (v.kind == LJB_K_LUA)
+			ljb_core_add(c, v.id, us, t);
+	}
+	free(key);
+}
+
+void ljb_waits_report(struct ljb_core *c, const struct ljb_waits *m, unsigned long long now,
+		      long min_us, long limit, double traced, const char *verb,
+		      const char *events, unsigned long long *n, unsigned long long *w,
+		      struct ljb_tally *t, unsigned long long open[2])
+{
+	unsigned long long printed;
+
+	ljb_sum_percpu(m->stats, n, LJB_N_MAX);
+	ljb_sum_percpu(m->wstats, w, LJB_W_MAX);
+	ljb_core_add_map(c, m->weights, t);
+	waits_close(c, m->waits, m->keysize, m->pus, now, min_us, w, t, open);
+	t->lost += w[LJB_W_LOST];
+	printed = ljb_core_print(c, limit);
+	fprintf(stderr, "WARNING: %s: traced for %llu us; %llu us %s in %llu %s with a Lua "
+		"stack (%llu us printed)\n", c->t.name, (unsigned long long)(traced * 1e6),
+		w[LJB_W_US(LJB_K_LUA)], verb, w[LJB_W_N(LJB_K_LUA)], events, printed);
+}
+
+void ljb_waits_open_limits(const struct ljb_core *c, const unsigned long long open[2],
+			   const char *events, const struct ljb_tally *t, long depth,
+			   long maxstacks)
+{
+	if (open[0])
+		fprintf(stderr, "WARNING: %s: %llu %s still open at the end, counted up to it: "
+			"%llu us\n", c->t.name, open[0], events, open[1]);
+	ljb_print_limits(c, t, "us", depth, maxstacks);
 }
 
 static int by_count(const void *a, const void *b)

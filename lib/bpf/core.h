@@ -21,6 +21,8 @@
 #include "dwarf/dwarf.h"
 
 struct ring_buffer;
+struct bpf_program;
+struct bpf_link;
 
 /* The session's target and the sample's name (starts its stderr lines). */
 struct ljb_target {
@@ -37,6 +39,8 @@ struct ljb_opts {
 	long samples;		/* lj-lua-stacks: stop after N with a Lua stack */
 	long lines, fullpath, nojit, nointerp;
 	long weight, files;	/* lj-lua-fio: 0 us, 1 bytes; file leaves */
+	long rate, on, period;	/* lj-lua-alloc: bytes per sample; ms armed of
+				   every period ms */
 };
 
 /* A stack id and what user space made of it. */
@@ -59,7 +63,8 @@ struct ljb_tally {
 struct ljb_core {
 	struct ljb_target t;
 	struct ljb_layout ly;
-	struct ljb_symtab *st;
+	struct ljb_symtab *st;	/* of pid0, the first target process */
+	pid_t pid0;
 	struct ljb_textopts to;
 	/* the program's maps and globals (lj_walk.bpf.h), set by the loader
 	   before ljb_core_start() */
@@ -100,6 +105,46 @@ struct ljb_core {
 } while (0)
 
 /*
+ * LJB_CORE_OPEN - opens core C for the sample's target T and options O
+ * (ljb_core_open, DW: the target's binaries), then the skeleton of the
+ * program NAME into SKEL (NAME__open), the walk's depth and lines from O.
+ * Evaluates to 0, or -1 after error().
+ */
+#define LJB_CORE_OPEN(c, t, o, dw, skel, name) __extension__ ({		\
+	struct ljb_textopts to_ = { (o)->lines, (o)->fullpath };	\
+	int r_ = ljb_core_open((c), (t), &to_, (dw), (o)->maxstacks);	\
+	if (r_ == 0 && !((skel) = name##__open()))			\
+		r_ = error("cannot open the eBPF program: %s", strerror(errno)); \
+	if (r_ == 0) {							\
+		(c)->ly.k.depth = (o)->depth;				\
+		(c)->ly.k.lines = (o)->lines;				\
+	}								\
+	r_;								\
+})
+
+/*
+ * LJB_CORE_LOAD - loads the opened skeleton SKEL of the program NAME
+ * (NAME__load), a program on lj_walk.bpf.h with a weights map, on core
+ * C: the core's layouts as its cfg, MAXSTACKS distinct stacks (its maps
+ * stacks and weights), then gives the core its maps (LJB_CORE_MAPS) and
+ * starts it (ljb_core_start).  Set the program's other read-only data
+ * before.  Evaluates to 0, or -1 after error().
+ */
+#define LJB_CORE_LOAD(c, skel, name, maxstacks) __extension__ ({		\
+	int r_ = -1;							\
+	memcpy((void *)&(skel)->rodata->cfg, &(c)->ly.k, sizeof((c)->ly.k));	\
+	bpf_map__set_max_entries((skel)->maps.stacks, (maxstacks));	\
+	bpf_map__set_max_entries((skel)->maps.weights, (maxstacks));	\
+	if (name##__load(skel) == 0) {					\
+		LJB_CORE_MAPS((c), (skel));				\
+		r_ = ljb_core_start(c);					\
+	} else {							\
+		ljb_core_load_error();					\
+	}								\
+	r_;								\
+})
+
+/*
  * ljb_core_open - checks the kernel's BTF, loads the layouts from DW and
  * the first target process's symbols, sets up the table of MAXSTACKS
  * stack ids.  Sets libbpf's log (kept for ljb_core_load_error()).
@@ -117,6 +162,30 @@ int ljb_core_load_error(void);
 int ljb_core_start(struct ljb_core *c);
 
 /*
+ * ljb_core_uprobe - attaches PROG (a SEC("uprobe") program) at the entry
+ * of the function NAME, found in the symbols (.symtab or .dynsym) of the
+ * objects the first target process maps: for the -x process only, or
+ * with --master for every process that maps that object (the program
+ * keeps the workers').  Returns the link, or NULL after error() (and for
+ * a function the symbols lack, the hints WHY, NULL-terminated).
+ */
+struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
+				 const char *name, const char *const *why);
+
+/*
+ * ljb_uprobe_cost - what a uprobe of PROG costs a call on this host (ns):
+ * a function of stap++ itself called with PROG attached and without, the
+ * fastest of 5 runs of 2,000 calls each way (the program returns at
+ * once, this process being no target): the trap, and the program's
+ * entry.  -1 when it cannot be attached.
+ */
+double ljb_uprobe_cost(struct bpf_program *prog);
+
+/* " (N.N us each here, measured at the start)", or " (not measured)" for
+ * a cost NS below 0, in B. */
+const char *ljb_uprobe_cost_text(char *b, size_t size, double ns);
+
+/*
  * ljb_core_loop - runs the session: prints "NAME: VERB for N sMORE; press
  * Ctrl-C to stop" (or "until Ctrl-C"; MORE: "" or e.g. ", weighted by
  * bytes"), then names new stacks from the ring
@@ -131,8 +200,15 @@ int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *m
 /* Names the stacks still in the ring buffer. */
 void ljb_core_drain(struct ljb_core *c);
 
-/* CLOCK_MONOTONIC in seconds (bpf_ktime_get_ns()'s clock). */
+/* The session's end, its program detached: says that the -x process
+ * exited when GONE (ljb_core_loop's 1), names the stacks still in the
+ * ring buffer. */
+void ljb_core_end(struct ljb_core *c, int gone);
+
+/* CLOCK_MONOTONIC in seconds, and in nanoseconds (bpf_ktime_get_ns()'s
+ * clock). */
 double ljb_now(void);
+unsigned long long ljb_now_ns(void);
 
 /* Adds the kernel's count N of stack ID to its text (or to *T: lost,
  * inconsistent, not named; truncated ones both). */
@@ -143,6 +219,55 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
  * innermost one ("" or NULL: none). */
 void ljb_core_add_leaf(struct ljb_core *c, uint64_t id, const char *leaf,
 		       unsigned long long n, struct ljb_tally *t);
+
+/* As ljb_core_add_leaf, with the frame ROOT (escaped) above the stack's
+ * outermost one ("" or NULL: none). */
+void ljb_core_add_framed(struct ljb_core *c, uint64_t id, const char *leaf, const char *root,
+			 unsigned long long n, struct ljb_tally *t);
+
+/* Adds N to the text of the frames FRAMES (NULL-terminated, each escaped
+ * here): a stack that is no stack id (e.g. "(no Lua stack)"). */
+void ljb_core_add_frames(struct ljb_core *c, const char *const *frames, unsigned long long n);
+
+/* Adds the count of each stack id in the hash map FD (__u64 id ->
+ * __u64, a program's weights) to its text (ljb_core_add, into *T). */
+void ljb_core_add_map(struct ljb_core *c, int fd, struct ljb_tally *t);
+
+/* The maps of a waiting-time program (lj_wait.bpf.h's, and its waits
+ * keyed by KEYSIZE bytes): LJB_WAITS(skel, key type) fills it. */
+struct ljb_waits {
+	int stats, wstats, weights, pus, waits;
+	size_t keysize;
+};
+#define LJB_WAITS(skel, key) ((struct ljb_waits){				\
+	bpf_map__fd((skel)->maps.stats), bpf_map__fd((skel)->maps.wstats),	\
+	bpf_map__fd((skel)->maps.weights), bpf_map__fd((skel)->maps.pus),	\
+	bpf_map__fd((skel)->maps.waits), sizeof(key) })
+
+/*
+ * ljb_waits_report - the stacks of a waiting-time sample (M: its maps),
+ * printed as ljb_core_print(LIMIT) does, heaviest first: their weights,
+ * and the waits still open at NOW (ljb_now_ns()) closed as the kernel
+ * closes one (ljb_wait_add, lj_wait.bpf.h: shorter than MIN_US as
+ * LJB_K_SHORT; the others' microseconds added to their process in pus
+ * and, with a Lua stack, to their stack).  N, W: the sums of the
+ * counters (LJB_N_*, LJB_W_*, the open waits' included); *T: what was
+ * left out (the weights map's overflow in lost); OPEN: the open waits'
+ * number and microseconds.  Then the first statistics line, "NAME:
+ * traced for N us; N us VERB in N EVENTS with a Lua stack (N us
+ * printed)", TRACED being the session's seconds.
+ */
+void ljb_waits_report(struct ljb_core *c, const struct ljb_waits *m, unsigned long long now,
+		      long min_us, long limit, double traced, const char *verb,
+		      const char *events, unsigned long long *n, unsigned long long *w,
+		      struct ljb_tally *t, unsigned long long open[2]);
+
+/* Prints, after ljb_waits_report's lines, the waits still open at the
+ * end (OPEN, "N EVENTS still open at the end, counted up to it: N us")
+ * and the limits (ljb_print_limits: T, DEPTH, MAXSTACKS). */
+void ljb_waits_open_limits(const struct ljb_core *c, const unsigned long long open[2],
+			   const char *events, const struct ljb_tally *t, long depth,
+			   long maxstacks);
 
 /* Prints the texts with a count, heaviest first, at most LIMIT (0: all),
  * as "TEXT\tCOUNT\n\n"; returns the total printed. */

@@ -34,6 +34,9 @@ struct ljb_cfg {
 	__u32 cf_prev;			/* CFRAME_OFS_PREV */
 	__u32 depth, lines, nojit, nointerp;
 	__u32 nowalk;			/* count VM states only (lj-vm-states) */
+	__u32 noleaf;			/* no leaf frame from the PC: the probe
+					   sits at a known function's entry
+					   (a uprobe: lua_yield, lj_mem_newgco) */
 	/* ngx_lua (OpenResty's LuaJIT, lua_State exdata/exdata2): ngx is 1
 	 * when every field below was found, else the walk ignores them */
 	__u32 ngx, L_exdata2, L_status;
@@ -112,12 +115,17 @@ struct ljb_wait {
 	__u32 kind, pid;
 };
 
-/* Its counters (per-CPU array wstats): waits and microseconds of each
- * kind, the switch-out's cost (ns, waits), the microseconds that found no
- * room in the weights map, the waits whose end was not seen. */
+/* Its counters (per-CPU array wstats, lj_wait.bpf.h): waits and
+ * microseconds of each kind, the cost of the probe that opens a wait (ns,
+ * waits), the microseconds that found no room in the weights map, the
+ * waits whose end was not seen, the cost of a second probe that ends
+ * waits (ngx-lua-yield's lua_resume: ns, calls that ended one). */
 #define LJB_W_N(kind) (2 * (kind))
 #define LJB_W_US(kind) (2 * (kind) + 1)
-enum { LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_UNSEEN, LJB_W_MAX };
+enum {
+	LJB_W_COST = 2 * LJB_K_MAX, LJB_W_COSTN, LJB_W_LOST, LJB_W_UNSEEN, LJB_W_COST2,
+	LJB_W_COST2N, LJB_W_MAX
+};
 
 /* lj-lua-fio (lj_fio.bpf.c): a call's kind (LJB_R_* of ljb_take, as the
  * waits' kinds). */
@@ -144,5 +152,39 @@ struct ljb_fkey {
 #define LJB_F_US(kind) (3 * (kind) + 1)
 #define LJB_F_BYTES(kind) (3 * (kind) + 2)
 enum { LJB_F_OTHER = 3 * LJB_K_SHORT, LJB_F_COST, LJB_F_COSTN, LJB_F_LOST, LJB_F_MAX };
+
+/* ngx-lua-yield (lj_yield.bpf.c): an open yield (map waits, a struct
+ * ljb_wait) is keyed by its process and coroutine. */
+struct ljb_ykey {
+	__u64 L;	/* the coroutine's lua_State */
+	__u32 pid, pad;
+};
+
+/* lj-lua-alloc (lj_alloc.bpf.c): a sampled allocation's key in map
+ * weights (bytes): its stack id (0: no Lua stack), the return address of
+ * the allocator's probe (the C function that allocates: its type), and
+ * with --master its process (else 0). */
+struct ljb_akey {
+	__u64 id, ra;
+	__u32 pid, pad;
+};
+
+/* The byte budget of a CPU (per-CPU array budget): the bytes until its
+ * next sample, its allocations (0: the budget is not drawn yet). */
+struct ljb_budget {
+	__s64 left;
+	__u64 n;
+};
+
+/* Its counters (per-CPU array astats): allocations and their bytes;
+ * samples, those without a Lua stack, those skipped (before the VM was
+ * found; a fault in the walk or the return address unreadable, and
+ * those sampled allocations whose return address was unreadable); the
+ * probes' time (ns) on allocations not sampled (one in 64 timed) and
+ * sampled; the bytes that found no room in weights. */
+enum {
+	LJB_A_ALLOCS, LJB_A_BYTES, LJB_A_SAMPLES, LJB_A_NOLUA, LJB_A_NOVM, LJB_A_FAULTS, LJB_A_NORA,
+	LJB_A_FAST, LJB_A_FASTN, LJB_A_SLOW, LJB_A_SLOWN, LJB_A_LOST, LJB_A_MAX
+};
 
 #endif

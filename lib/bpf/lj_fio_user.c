@@ -59,33 +59,17 @@ static void report(struct ljb_core *c, struct lj_fio *skel, const struct ljb_opt
 
 int ljb_fio_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_set *dw)
 {
-	struct ljb_textopts to = { o->lines, o->fullpath };
 	struct ljb_core c;
 	struct lj_fio *skel = NULL;
 	struct bpf_link *in = NULL, *out = NULL;
 	int rc = EXIT_FAIL, gone;
 	double traced;
 
-	if (ljb_core_open(&c, t, &to, dw, o->maxstacks) < 0)
+	if (LJB_CORE_OPEN(&c, t, o, dw, skel, lj_fio) < 0)
 		goto done;
-	skel = lj_fio__open();
-	if (!skel) {
-		error("cannot open the eBPF program: %s", strerror(errno));
-		goto done;
-	}
-	c.ly.k.depth = o->depth;
-	c.ly.k.lines = o->lines;
-	memcpy((void *)&skel->rodata->cfg, &c.ly.k, sizeof(c.ly.k));
 	skel->rodata->by_bytes = o->weight;
 	skel->rodata->with_files = o->files;
-	bpf_map__set_max_entries(skel->maps.stacks, o->maxstacks);
-	bpf_map__set_max_entries(skel->maps.weights, o->maxstacks);
-	if (lj_fio__load(skel)) {
-		ljb_core_load_error();
-		goto done;
-	}
-	LJB_CORE_MAPS(&c, skel);
-	if (ljb_core_start(&c) < 0)
+	if (LJB_CORE_LOAD(&c, skel, lj_fio, o->maxstacks) < 0)
 		goto done;
 	in = bpf_program__attach(skel->progs.lj_enter);
 	out = in ? bpf_program__attach(skel->progs.lj_exit) : NULL;
@@ -104,9 +88,7 @@ int ljb_fio_run(const struct ljb_target *t, const struct ljb_opts *o, struct dw_
 	bpf_link__destroy(in);
 	bpf_link__destroy(out);
 	in = out = NULL;
-	if (gone && t->pid)
-		fprintf(stderr, "WARNING: %s: process %d exited; stopping\n", t->name, (int)t->pid);
-	ljb_core_drain(&c);
+	ljb_core_end(&c, gone);
 	report(&c, skel, o, traced);
 	rc = 0;
 done:

@@ -12,7 +12,7 @@
  * waits still open at the end.  The same rules as the SystemTap sample
  * (samples/lj-lua-off-cpu.sxx).
  */
-#include "lj_walk.bpf.h"
+#include "lj_wait.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -21,8 +21,6 @@ struct task_struct {
 	int pid;
 } __attribute__((preserve_access_index));
 
-const volatile __u64 min_us;	/* waits shorter than this are counted apart */
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -30,51 +28,13 @@ struct {
 	__type(value, struct ljb_wait);
 } waits SEC(".maps");
 
-/* Microseconds per stack id (max_entries set to maxstacks). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u64);
-} weights SEC(".maps");
-
-/* Microseconds off CPU per process (every kind but the short waits). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} pus SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LJB_W_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} wstats SEC(".maps");
-
-static __always_inline void wcount(__u32 k, __u64 v)
-{
-	ljb_pcpu_add(&wstats, k, v);
-}
-
 /* Ends the wait W of thread TID at NOW (the sample's __offcpu_end). */
 static __always_inline void wait_end(__u32 tid, struct ljb_wait *w, __u64 now)
 {
-	__u64 us = (now - w->since) / 1000, id = w->id;
-	__u32 kind = w->kind, pid = w->pid;
+	struct ljb_wait v = *w;
 
 	bpf_map_delete_elem(&waits, &tid);
-	if (us < min_us)
-		kind = LJB_K_SHORT;
-	else
-		ljb_hadd(&pus, &pid, us);
-	if (kind >= LJB_K_MAX)
-		return;
-	wcount(LJB_W_N(kind), 1);
-	wcount(LJB_W_US(kind), us);
-	if (kind == LJB_K_LUA && ljb_hadd(&weights, &id, us) < 0)
-		wcount(LJB_W_LOST, us);
+	ljb_wait_add(&v, (now - v.since) / 1000);
 }
 
 SEC("tp_btf/sched_switch")
@@ -95,17 +55,10 @@ int lj_switch(__u64 *ctx)
 		struct ljb_wait w = { .pid = pid };
 		int r = ljb_take(pid, proc, &w.id);
 
-		w.kind = r == LJB_R_DROPPED ? LJB_K_SKIPPED : r;
-		/* a wait still open: the program did not see the thread
-		   switched in (it happens under load, 1 in 1,000-10,000
-		   waits on this host's kernel, cause unknown): its end is
-		   not known, it is counted apart */
-		if (bpf_map_lookup_elem(&waits, &tid))
-			wcount(LJB_W_UNSEEN, 1);
-		w.since = bpf_ktime_get_ns();
-		bpf_map_update_elem(&waits, &tid, &w, BPF_ANY);
-		wcount(LJB_W_COST, w.since - t0);
-		wcount(LJB_W_COSTN, 1);
+		/* (a wait still open: the program did not see the thread
+		   switched in; it happens under load, 1 in 1,000-10,000
+		   waits on this host's kernel, cause unknown) */
+		ljb_wait_open(&waits, &tid, &w, r, t0);
 	}
 	ntid = next->pid;
 	o = bpf_map_lookup_elem(&waits, &ntid);

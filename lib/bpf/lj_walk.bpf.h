@@ -19,11 +19,12 @@
 #include <bpf/bpf_helpers.h>
 #include "lj_bpf.h"
 
-/* x86-64 user registers (struct pt_regs; di: a system call's first
- * argument); CO-RE relocates the fields
- * against the running kernel's BTF. */
+/* x86-64 user registers (struct pt_regs; di, si, dx, cx, r8: a
+ * function's or a system call's first arguments, sp: at a function's
+ * entry, where its return address is); CO-RE relocates the fields against
+ * the running kernel's BTF. */
 struct pt_regs {
-	unsigned long bx, dx, ip, r14, di;
+	unsigned long bx, cx, dx, si, di, ip, sp, r8, r14;
 } __attribute__((preserve_access_index));
 
 const volatile struct ljb_cfg cfg;
@@ -60,12 +61,16 @@ struct {
 	__type(value, struct ljb_sym);
 } files SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LJB_N_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
+/* A per-CPU array NAME of N __u64 counters. */
+#define LJB_COUNTERS(name, n)						\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);		\
+		__uint(max_entries, n);					\
+		__type(key, __u32);					\
+		__type(value, __u64);					\
+	} name SEC(".maps")
+
+LJB_COUNTERS(stats, LJB_N_MAX);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -553,7 +558,9 @@ static __always_inline void count_state(__s32 vmstate)
  * kernel saved (an interrupt, a system call): the tapset's
  * luajit_find_G, luajit_cur_thread and __lj_dumpstack.  A Lua stack is
  * counted in stacks under its id (*ID), and a new id's raw frames go to
- * the ring buffer; with cfg.nowalk only the VM state is counted.  Every
+ * the ring buffer; with cfg.nowalk only the VM state is counted; with
+ * cfg.noleaf (a uprobe at a C function's entry) the PC gives no leaf
+ * frame (the tapset's ljw_stack drop).  Every
  * outcome is counted in stats (LJB_N_*).  Returns LJB_R_*.
  */
 static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
@@ -627,7 +634,8 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 		if (pc >= mc && pc < mc + sz)
 			pc = 0;	/* in the trace's own machine code */
 	}
-	if (pc) {
+	/* (cfg.noleaf: the PC is a C function's entry, not the VM's) */
+	if (pc && !cfg.noleaf) {
 		if (!sym_find(pc, &leaf, &vm))
 			nosym = !in_file(pc);	/* e.g. machine code of a trace exit */
 		w->h = MIX(w->h, leaf);

@@ -4,10 +4,12 @@
 #include "base/error.h"
 #include "base/wrapper.h"
 #include "bpf/core.h"
+#include "bpf/lj_alloc_user.h"
 #include "bpf/layout.h"
 #include "bpf/lj_fio_user.h"
 #include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
+#include "bpf/lj_yield_user.h"
 #include "dwarf/dwarf.h"
 
 #include <errno.h>
@@ -67,6 +69,12 @@ static const struct impl impls[] = {
 	  { O(time, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1), O(fullpath, 0, 1),
 	    O(limit, 0, BIG), O(maxstacks, 1, 16384), W(weight, weights), O(files, 0, 1) },
 	  { { 0 } } },
+	{ "ngx-lua-yield", "samples/ngx-lua-yield.sxx", ljb_yield_run,
+	  { O(time, 0, BIG), O(min_us, 0, BIG), O(depth, 1, LJB_MAX_FRAMES), O(lines, 0, 1),
+	    O(fullpath, 0, 1), O(limit, 0, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
+	{ "lj-lua-alloc", "samples/lj-lua-alloc.sxx", ljb_alloc_run,
+	  { O(time, 0, BIG), O(rate, 2, BIG), O(depth, 1, LJB_MAX_FRAMES), O(on, 0, BIG),
+	    O(period, 1, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
 };
 
 /* The NAME of the script's "# stap++ native: bpf NAME" line (malloc'd),

@@ -7,7 +7,8 @@
  * header,
  *     # stap++ native: bpf NAME
  * where NAME names the implementation (lj-lua-stacks, lj-lua-bt,
- * lj-vm-states, lj-lua-off-cpu, lj-lua-fio; see docs/bpf.md).  Any other script under
+ * lj-vm-states, lj-lua-off-cpu, lj-lua-fio, ngx-lua-yield, lj-lua-alloc;
+ * see docs/bpf.md).  Any other script under
  * --runtime=bpf is an error that lists the samples with one.  The options
  * are the sample's own (its $^arg_* and their defaults, read by the
  * expander's scan_only mode); one the implementation does not honour is

@@ -105,7 +105,8 @@ its samples).
 =item C<nginx(%o)>
 
 Starts the seed nginx app (o{conf}, default t/apps/nginx.conf, on a free
-port, prefix under t/out) with o{workers}, o{nojit}, o{heavy}, o{nginx} (the
+port, prefix under t/out; a copy named nginx.conf, which names its chunks;
+it answers on o{url}, default /) with o{workers}, o{nojit}, o{heavy}, o{nginx} (the
 binary, default build/nginx/sbin/nginx), o{libs} (a directory for
 LD_LIBRARY_PATH: the libluajit it loads); returns { master, workers
 (array ref), port, prefix } once it answers.  C<nginx_stop(N)> stops it.
@@ -359,7 +360,7 @@ sub nginx {
 		$master = slurp("$prefix/logs/nginx.pid") // next;
 		chomp $master;
 		@workers = split ' ', `pgrep -P $master`;
-		last if @workers >= $w && system("curl -s -o /dev/null http://127.0.0.1:$port/") == 0;
+		last if @workers >= $w && system("curl -s -o /dev/null http://127.0.0.1:$port" . ($o{url} // '/')) == 0;
 	}
 	return { master => $master, workers => \@workers, port => $port, prefix => $prefix };
 }

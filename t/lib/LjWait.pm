@@ -51,12 +51,14 @@ stopped.  The output: nginx's alerts and errors as C<# > notes,
 staprun's stderr and stdout; the status is staprun's.  C<timeout> as
 for C<go_case>.
 
-=item C<ngx_until(URL, N, CONNS)>
+=item C<ngx_until(URL, N, CONNS [, PORT])>
 
 Shell for a C<load>: wrk with CONNS connections on URL until N responses
 came (a wrk script ends it then: no polling loads the guest meanwhile),
 then the requests still in the app waited for (its C</acct> says
-C<active 0>), so that no wait is cut by the end of the session.
+C<active 0>), so that no wait is cut by the end of the session.  PORT:
+the server's (default 8080).  It writes until.lua and wrk.txt in the
+current directory.
 
 =item C<uprobes_placed(PIDS)>
 
@@ -101,12 +103,50 @@ read2() and write1() within CLAIM points of the app's bytes, nothing
 under piped(), and the pipe's calls (2 a round, ROUNDS rounds) counted
 on stderr (in TEXT) as not regular files.
 
+=item C<bpf_ngx_session(N, URL, REQS, CONNS, ARGS...)>
+
+ngx-lua-yield --runtime=bpf on this host (t/78) against the worker of
+N (Bpf::nginx with t/apps/wait.conf): the app's accounting cleared, the
+session started (--arg time=0 and ARGS), then C<ngx_until(URL, REQS,
+CONNS)> on N's port, the app's accounting read, the session stopped
+with SIGINT.  Returns (its status, the text C<check_yield> reads: its
+stderr, the accounting as C<# app: > lines, its stdout).
+
+=item C<yield_reqs(CLAIM)>
+
+ngx-lua-yield on wait.conf's /yield (t/65, t/78): the requests that
+reach the floor of sleep2()'s share (2/3) within CLAIM points, with a
+margin (a request yields twice).
+
+=item C<check_yield(NAME, TEXT, REQS, CLAIM [, CONF])>
+
+ngx-lua-yield on /yield (t/65, t/78), TEXT being the session's stdout,
+its stderr and the app's accounting (C<# app: > lines) after REQS
+requests: the type=us header, well-formed stacks of well-formed frames,
+the graph's total on stderr, every yield under C:ngx_http_lua_ngx_sleep
+and rooted at the content_by_lua chunk, none still open, and sleep2()
+and sleep1()'s shares within CLAIM points of the app's own timers and of
+the 2:1 asked for (with the bias the overrun the app measured makes).
+CONF: the name of nginx's configuration file, which names the chunk
+(default wait.conf).  Returns LjWait::parse's result.
+
+=item C<check_waits(NAME, TEXT)>
+
+ngx-lua-yield on /waits (t/65, t/78), TEXT as for C<check_yield>: the
+cosocket's receive, ngx.thread.wait and the light thread (continued in
+its spawner after [resume]) each named by what it waited on, and the
+cosocket the longer of the first two as the app's timers say.
+
 =back
 
 =cut
 
 use strict;
 use warnings;
+use POSIX ();
+use File::Path ();
+use TestUtil ();
+use Bpf ();
 use LjStacks;
 use Stats;
 use VM ();
@@ -209,7 +249,8 @@ SH
 }
 
 sub ngx_until {
-	my ($url, $n, $conns) = @_;
+	my ($url, $n, $conns, $port) = @_;
+	$port //= 8080;
 	return <<"SH";
 cat > until.lua <<'EOF'
 local n = 0
@@ -221,9 +262,9 @@ function response()
 	end
 end
 EOF
-wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:8080$url > wrk.txt 2>&1
+wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:$port$url > wrk.txt 2>&1
 grep -h 'responses\$' wrk.txt
-for i in \$(seq 1 300); do curl -s http://127.0.0.1:8080/acct | grep -qx 'active 0' && break; sleep 0.1; done
+for i in \$(seq 1 300); do curl -s http://127.0.0.1:$port/acct | grep -qx 'active 0' && break; sleep 0.1; done
 SH
 }
 
@@ -298,6 +339,102 @@ sub check_writes {
 	Test::More::ok($other && $other >= 2 * $rounds,
 		"$name: the pipe's reads and writes counted on stderr as not regular files (" . ($other // '?') . ', 2 a round)')
 		or Test::More::diag($text);
+}
+
+sub bpf_ngx_session {
+	my ($n, $url, $reqs, $conns, @args) = @_;
+	my $base = "http://127.0.0.1:$n->{port}";
+	TestUtil::run_cmd('curl', '-s', '-o', '/dev/null', "$base/reset");
+	my $h = Bpf::start_sample('ngx-lua-yield', ['-x', $n->{workers}[0]], 'time=0', @args);
+	Test::More::ok($h->{started}, "ngx-lua-yield on $url: the session started");
+	my $dir = TestUtil::scratch("yield.$$");
+	TestUtil::run_cmd({ cwd => $dir }, 'sh', '-c', ngx_until($url, $reqs, $conns, $n->{port}));
+	my (undef, $acct) = TestUtil::run_cmd('curl', '-s', "$base/acct");
+	File::Path::remove_tree($dir);
+	my ($st, $out, $err) = Bpf::finish($h, 'INT');
+	return ($st, $err . join('', map { "# app: $_\n" } split /\n/, $acct) . $out);
+}
+
+sub yield_reqs {
+	my ($claim) = @_;
+	# (the independent events of a share of the time yielded are the
+	# yields: a /yield request makes two)
+	return POSIX::ceil(1.1 * Stats::floor(2 / 3, $claim) / 2);
+}
+
+# The yield's overrun: each lasts longer than it asks for (nginx's
+# timers, the event loop, the probes), 0.45 to 0.7 ms on an idle host,
+# 4.5 ms in a loaded CI run under TCG, 19 ms on a host loaded far more.
+# The app measures it; with the same overrun o on both, sleep2() gets
+# (20 + o) / (30 + 2o) of the time: the bias, in points, off 66.7.
+sub _overrun_bias { my ($o) = @_; return abs(100 * (2 / 3 - (20 + $o) / (30 + 2 * $o))) }
+
+sub check_yield {
+	my ($name, $o, $reqs, $claim, $conf) = @_;
+	$conf //= 'wait.conf';
+	my $ngx_frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(\Q$conf\E:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;
+	my $p = parse($o, 'ngx-lua-yield');
+	my $w = $p->{wait};
+	my $acct = acct($o);
+	Test::More::like($o, qr/^# stap\+\+ type=us$/m, "$name: the output's header gives the unit (type=us)");
+	Test::More::is_deeply(LjStacks::bad($p, $name), [], "$name: well-formed lj-lua-stacks output");
+	my @garbage = grep { $_ !~ $ngx_frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
+	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name") or Test::More::diag($o);
+	Test::More::ok($p->{total} > 0 && $p->{total} == ($w->{graph_us} // -1),
+		"$name: the graph's total is the time on stderr ($p->{total} us)") or Test::More::diag($o);
+	my $leaf = LjStacks::count_with($p, sub { $_[0] eq 'C:ngx_http_lua_ngx_sleep' });
+	Test::More::is($leaf, $p->{total}, "$name: every yield is under C:ngx_http_lua_ngx_sleep, what it waited on")
+		or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	my ($n2, $n1) = map { ($acct->{$_} // {})->{calls} // 0 } qw(sleep2 sleep1);
+	Test::More::ok($n1 >= $reqs && $n2 == $n1, "$name: the app counted its sleeps ($n2, $n1; at least $reqs)")
+		or Test::More::diag($o);
+	Test::More::is($w->{open} // 0, 0, "$name: no yield still open at the end (the requests in flight were waited for)")
+		or Test::More::diag($o);
+	my ($s2, $s1) = map { share($p, "wait.lua:$_") } qw(sleep2 sleep1);
+	Stats::share_ok("$name: sleep2 against the app's timers", $s2, app_share($acct, 'us', 'sleep2', 'sleep1') // 0,
+		$w->{waits}, claim => $claim) or Test::More::diag(LjStacks::dump_stacks($p, 8));
+	Stats::share_ok("$name: sleep1 against the app's timers", $s1, app_share($acct, 'us', 'sleep1', 'sleep2') // 0,
+		$w->{waits}, claim => $claim);
+	# the overrun, as the app measured it: its time beyond what it asked
+	my $over = $n1 ? ((($acct->{sleep2}{us} // 0) - 20000 * $n2) + (($acct->{sleep1}{us} // 0) - 10000 * $n1)) / (2 * $n1) / 1000 : 0;
+	Test::More::ok($n1 && $over > -1, sprintf("%s: each yield lasted %.2f ms more than it asked for on average (the app's clock)", $name, $over))
+		or Test::More::diag($o);
+	Stats::share_ok("$name: sleep2 against the 2:1 asked for", $s2, 100 * 2 / 3, $w->{waits}, claim => $claim,
+		bias => _overrun_bias($over),
+		why => sprintf('a yield overran by %.1f ms on average, which pulls the split toward 1:1', $over));
+	my $root = LjStacks::count_with($p, sub { $_[-1] =~ /^content_by_lua\(\Q$conf\E:\d+\)$/ });
+	Test::More::is($root, $p->{total}, "$name: every stack rooted at the content_by_lua chunk");
+	Test::More::note(sprintf('%s: sleep2 %.1f%% sleep1 %.1f%% of %d us in %d yields; the app: sleep2 %d us, sleep1 %d us in %d requests',
+		$name, $s2, $s1, $p->{total}, $w->{waits} // 0, $acct->{sleep2}{us} // 0, $acct->{sleep1}{us} // 0, $n1));
+	return $p;
+}
+
+sub check_waits {
+	my ($name, $o) = @_;
+	my $p = parse($o, 'ngx-lua-yield');
+	Test::More::is_deeply(LjStacks::bad($p, $name), [], "$name: well-formed lj-lua-stacks output");
+	# the light thread's function is named by its line (no caller's
+	# bytecode names it), continued into its spawner after [resume]
+	my $napper = LjStacks::line_of("$TestUtil::ROOT/t/apps/wait.lua", qr/^local function napper\(\)/);
+	my %us;
+	for my $k (['cosocket', 'C:ngx_http_lua_socket_tcp_receive', 'wait.lua:cosocket'],
+		   ['thread.wait', 'C:ngx_http_lua_uthread_wait', 'wait.lua:waiter'],
+		   ['the light thread', 'C:ngx_http_lua_ngx_sleep', "wait.lua:$napper", '[resume]',
+		    'C:ngx_http_lua_uthread_spawn', 'wait.lua:waiter']) {
+		my ($what, @seq) = @$k;
+		$us{$what} = LjStacks::count_with($p, sub { $_[0] eq $seq[0] && LjStacks::has_seq(\@_, @seq) });
+		Test::More::ok($us{$what} > 0, "$name: $what: " . join(' <- ', @seq) . " ($us{$what} us)")
+			or Test::More::diag(LjStacks::dump_stacks($p, 10));
+	}
+	# which waits longer, the cosocket (a 2 ms request) or thread.wait
+	# (1 ms)?  The app's timers say (their overruns make it close)
+	my $acct = acct($o);
+	my ($cos, $wt) = map { ($acct->{$_} // {})->{us} // 0 } qw(cosocket waiter);
+	Test::More::ok($cos && $wt && ($us{cosocket} > $us{'thread.wait'}) == ($cos > $wt),
+		"$name: the cosocket waits longer than thread.wait as the app's timers say ($us{cosocket} vs $us{'thread.wait'} us; the app: $cos vs $wt us)")
+		or Test::More::diag(LjStacks::dump_stacks($p, 10));
+	Test::More::note(sprintf('%s: %s', $name, join ', ', map { "$_ $us{$_} us" } sort keys %us));
+	return $p;
 }
 
 1;

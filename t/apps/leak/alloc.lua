@@ -1,13 +1,15 @@
 -- SPDX-License-Identifier: GPL-2.0-or-later
 -- A 1:2 allocation split for lj-lua-alloc (t/62, dev/bench-alloc):
---   luajit alloc.lua jit|nojit ROUNDS [SECONDS]
+--   luajit alloc.lua jit|nojit ROUNDS [SECONDS [GO]]
 -- Each round, one(100) makes 100 tables {i, i, i} and two(100) makes 200,
 -- each in its own loop (so that with the JIT on, each loop is a trace that
 -- runs in its function's frame: an allocation in a trace inlined into a
 -- caller's trace would have no frame of its own).  The tables are kept
 -- for a while (they escape: JIT code must allocate them).  With SECONDS,
 -- rounds go on until SECONDS of wall-clock time have passed since "start"
--- (and at least ROUNDS were made).  Prints "start", then at the end "time
+-- (and at least ROUNDS were made; 0: no time).  With GO (a path), prints
+-- "ready" and waits for that file (made once a session has started), a
+-- poll without a pause, first.  Prints "start", then at the end "time
 -- SECONDS" (CPU time of the rounds), "rounds N" and "tables one N two N"
 -- (the tables each function made: the truth of the split).
 local ffi = require("ffi")
@@ -32,6 +34,13 @@ end
 local function two(n)
     for i = 1, 2 * n do sink[i % 64 + 65] = { i, i, i } end
     made.two = made.two + 2 * n
+end
+if arg[4] then
+    io.write("ready\n")
+    io.flush()
+    repeat
+        local go = io.open(arg[4], "r")
+    until go
 end
 io.write("start\n")
 io.flush()

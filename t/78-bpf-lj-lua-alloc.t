@@ -1,0 +1,158 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lj-lua-alloc --runtime=bpf on this host (uprobes on LuaJIT's allocator,
+# no VM), the assertions of t/62 (t/lib/LjAlloc.pm): t/apps/leak/alloc.lua
+# allocates tables 1:2 from one() and two() (it counts them: the truth).
+# Armed all the time, GC64 with the JIT on and off and non-GC64 with it on,
+# the sampled bytes split as the app's tables within 3 points (the app
+# makes the rounds that reach the floor of samples for that, then exits,
+# which ends the session), the leaf is the type (table).  Armed in windows
+# (100 ms of every 1000 ms, what users run), the split holds within the
+# tolerance of its samples, stderr counts the windows, and the slowdown of
+# the workload (its own CPU time per round, with and without the session)
+# is measured and printed.  A limit of one distinct stack: one printed,
+# the rest on stderr, every byte accounted for.  --master with two nginx
+# workers on the leak app: every stack ends in "worker PID" of one of
+# them, strings hold the most bytes.  Bad input: windows that are not
+# multiples of 100 ms (exit 2), a stripped luajit without the allocator's
+# symbols (exit 1, the error names what is missing).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use LjStacks;
+use LjAlloc;
+use Bpf;
+use Stats;
+use POSIX qw(ceil);
+use Time::HiRes qw(time sleep);
+use Test::More;
+
+my $RATE = 512;
+my $CLAIM = 3;
+my $app = "$ROOT/t/apps/leak/alloc.lua";
+# Samples are the independent events of a byte share: one per RATE bytes
+# on average, each picks the allocation it lands in (all tables are the
+# same size).  A {i, i, i} table is 96 bytes on GC64 (a 64-byte GCtab with
+# its 4 array slots colocated), 300 per round: the rounds that reach the
+# floor of one()'s share, with a margin for the start-up's allocations and
+# the random gaps; non-GC64 tables are smaller (twice the rounds).
+my $ROUNDS = ceil(1.25 * Stats::floor(1 / 3, $CLAIM) * $RATE / (300 * 96));
+my $PERIOD = 1000;
+my $WIN_S = 2.5 * $PERIOD / 1000;
+
+# Runs alloc.lua (BUILD: gc64, nogc64; MODE: jit, nojit; ROUNDS, SECS)
+# under a session with ARGS, started before its first round; returns the
+# session's status and its stdout, stderr and the app's output together.
+sub session {
+	my ($build, $mode, $rounds, $secs, @args) = @_;
+	my $r = Bpf::go_session(sample => 'lj-lua-alloc', args => ["rate=$RATE", @args],
+		cmd => ["$ROOT/build/luajit-$build/bin/luajit", $app, $mode, $rounds, $secs, 'GO']);
+	ok $r->{started}, "$build $mode: the session started";
+	ok $r->{ended}, "$build $mode: the session ended when the app exited";
+	like $r->{err}, qr/^WARNING: lj-lua-alloc: process \d+ exited; stopping$/m, "$build $mode: a line says the process exited";
+	return ($r->{status}, "$r->{out}\n$r->{err}\n$r->{app}");
+}
+
+for my $c (['gc64', 'jit', 1], ['gc64', 'nojit', 1], ['nogc64', 'jit', 2]) {
+	my ($b, $mode, $k) = @$c;
+	my $name = "$b $mode";
+	my ($st, $o) = session($b, $mode, $k * $ROUNDS, 0, "on=$PERIOD", "period=$PERIOD");
+	is $st, 0, "$name: status 0" or diag $o;
+	LjAlloc::check_split($name, $o, $RATE, claim => $CLAIM);
+	like $o, qr/^WARNING: lj-lua-alloc: armed $PERIOD ms of every $PERIOD ms \(100%\): 1 windows; /m,
+		"$name: armed all the time, one window";
+	LjAlloc::accounted($name, $o, $RATE);
+	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes on average \(\d+ ns not sampled, \d+ ns sampled\), besides the uprobe trap \(\d+\.\d us each here, measured at the start\)$/m,
+		"$name: the probes' cost printed, and a uprobe trap's";
+}
+
+# armed 100 ms of every 1000 ms: the slowdown shrinks with the share of
+# time armed; the runs last two periods and a half of the app's wall clock
+{
+	my ($st, $o) = session('gc64', 'jit', 1, $WIN_S, 'on=100', "period=$PERIOD");
+	is $st, 0, 'windows: status 0' or diag $o;
+	LjAlloc::check_split('windows', $o, $RATE);
+	my ($win) = $o =~ /^WARNING: lj-lua-alloc: armed 100 ms of every $PERIOD ms \(10%\): (\d+) windows/m;
+	ok $win && $win >= 2, 'windows: armed in windows, stderr says how many (' . ($win // '?') . ')' or diag $o;
+	my ($bst, $base) = run_cmd("$ROOT/build/luajit-gc64/bin/luajit", $app, 'jit', 1, $WIN_S);
+	my %per;
+	for my $x ([with => $o], [without => $base]) {
+		my ($t, $n) = $x->[1] =~ /^time ([\d.]+)\nrounds (\d+)$/m;
+		$per{ $x->[0] } = $t / $n if $t && $n;
+	}
+	ok $per{with} && $per{without}, 'windows: the workload\'s CPU time per round with and without the session' or diag $o;
+	note sprintf('windows: slowdown %.2fx (%.3f ms per round with the session, %.3f ms without)',
+		$per{with} / $per{without}, 1000 * $per{with}, 1000 * $per{without}) if $per{with} && $per{without};
+}
+
+# one distinct stack kept: one() and two() make two at least, in any round
+{
+	my ($st, $o) = session('gc64', 'jit', 10, 0, 'on=1000', 'period=1000', 'maxstacks=1');
+	is $st, 0, 'maxstacks=1: status 0' or diag $o;
+	my $p = LjAlloc::accounted('maxstacks=1', $o, $RATE);
+	is scalar @{ $p->{stacks} }, 1, 'maxstacks=1: one stack printed' or diag $o;
+	like $o, qr/^WARNING: lj-lua-alloc: limit hit: \d+ bytes of stacks beyond the first 1 distinct ones are not printed; --arg maxstacks=N raises it$/m,
+		'maxstacks=1: stderr says how many bytes the limit left out, and which option raises it' or diag $o;
+}
+
+# --master: two workers of the leak app under load, until they have used
+# a second of CPU time
+{
+	local $ENV{LEAK_APP_DIR} = "$ROOT/t/apps/leak";
+	my $n = Bpf::nginx(conf => 't/apps/leak/nginx.conf', workers => 2, url => '/ping');
+	is scalar @{ $n->{workers} }, 2, 'master: two workers';
+	# (each worker loads the module: the connections go to the workers by
+	# the hash of their ports)
+	run_cmd('curl', '-s', '-H', 'Connection: close', "http://127.0.0.1:$n->{port}/go?n=0&i=[1-20]");
+	my $h = Bpf::start_sample('lj-lua-alloc', ['--master', $n->{master}], 'time=0', 'on=1000', 'period=1000');
+	ok $h->{started}, 'master: the session started';
+	my $wrk = Bpf::load($n->{port}, '/go?n=100', 32);
+	my ($c0, $t0) = (Bpf::cpu(@{ $n->{workers} }), time);
+	sleep 0.1 while Bpf::cpu(@{ $n->{workers} }) - $c0 < 1 && time - $t0 < 30;
+	my ($st, $out, $err) = Bpf::finish($h, 'INT');
+	Bpf::load_stop($wrk);
+	Bpf::nginx_stop($n);
+	is $st, 0, 'master: status 0' or diag $err;
+	my $p = LjStacks::parse($out);
+	is_deeply LjStacks::bad($p, 'master', $out), [], 'master: well-formed stacks' or diag $out;
+	ok $p->{total} > 0, "master: bytes sampled ($p->{total})" or diag $err;
+	my %w = map { ("worker $_" => 1) } @{ $n->{workers} };
+	is LjStacks::count_with($p, sub { !$w{ $_[-1] } }), 0, 'master: every stack ends in "worker PID" of a worker (not the master)'
+		or diag $out;
+	for my $w (@{ $n->{workers} }) {
+		my $k = LjStacks::count_with($p, sub { $_[-1] eq "worker $w" });
+		ok $k >= 0.05 * $p->{total}, "master: worker $w sampled ($k of $p->{total} bytes)" or diag $out;
+	}
+	my $str = LjStacks::count_with($p, sub { $_[0] eq 'string' });
+	ok $str >= 0.5 * $p->{total}, "master: strings (demo:go's) hold the most bytes ($str of $p->{total})" or diag $out;
+	note "master: $_" for grep { /^WARNING: / } split /\n/, $err;
+}
+
+# bad input
+{
+	my $pid = Bpf::spawn("$ROOT/build/luajit-gc64/bin/luajit", "$ROOT/t/apps/run.lua", 3600, 'jit', 'plain');
+	ok Bpf::ready($pid), 'bad input: the target runs';
+	my ($st, $out, $err) = Bpf::run('lj-lua-alloc', ['-x', $pid], 'on=150');
+	is $st, 2, 'on=150: usage error (exit 2)';
+	like $err, qr/^stap\+\+: error: --arg on=150 and period=5000 must be multiples of 100 ms, on at most period$/m,
+		'on=150: says what it takes' or diag $err;
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	my $bare = Bpf::stripped("$ROOT/build/luajit-gc64/bin/luajit");
+	$pid = Bpf::spawn($bare, "$ROOT/t/apps/run.lua", 3600, 'jit', 'plain');
+	ok Bpf::ready($pid), 'stripped: the target runs';
+	($st, $out, $err) = Bpf::run('lj-lua-alloc', ['-x', $pid], 'time=5');
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	is $st, 1, 'stripped: exit 1' or diag $err;
+	like $err, qr/^stap\+\+: error: no function 'lj_mem_newgco' in the symbols of '\S+' or the libraries it maps$/m,
+		'stripped: the error names the function missing' or diag $err;
+	like $err, qr/^hint: lj-lua-alloc probes LuaJIT's allocator, .*symbol table/m, 'stripped: a hint says why';
+	like $err, qr/^hint: run a LuaJIT built with its symbol table .* or use the SystemTap backend/m,
+		'stripped: a hint says what works';
+	is $out, '', 'stripped: nothing on stdout';
+}
+
+done_testing;
