@@ -7,8 +7,9 @@
 # leaf) the split is the app's within 3 points, on as many calls as that
 # claim needs (the app runs that many rounds, then exits, which ends the
 # session); by latency (the default) read2's share is the app's within 8
-# points (the app's own time: under load a read preempted for long can
-# make read1 the longer, in the app's time as in the graph).  Writes count, a pipe does not: read2() reads and
+# points, the app timing its read(2) calls alone (wait.lua's fio_sys:
+# read2() and read1() read through the FFI, with the JIT off).  Writes
+# count, a pipe does not: read2() reads and
 # write1() writes files of 2:1 while piped() moves as much through a pipe,
 # counted on stderr as not regular files.  A limit of one distinct stack
 # (maxstacks=1), and a weight that is neither us nor bytes.
@@ -29,32 +30,34 @@ my $run = "$ROOT/t/apps/wait-run.lua";
 # The independent events are the calls: read("*a") reads a file of 2^k
 # bytes in k-12 calls that double (8 KB first) and one at its end that
 # moves nothing: data2 of 128 KB and data1 of 64 KB make 9 with bytes a
-# round; files of 2 MB and 1 MB, 19 (latency: copies of the bytes that
-# outweigh a call's fixed cost).
+# round; latency: files of 2 MB and 1 MB read 1 MB at a time (copies of
+# the bytes that outweigh a call's fixed cost), 5 calls a round.
 my %size = (small => [131072, 65536], big => [2097152, 1048576]);
 my $BYTES_CLAIM = 3;
 my $US_CLAIM = 8;
 my %rounds = (
 	bytes => ceil(1.2 * Stats::floor(2 / 3, $BYTES_CLAIM) / 9),
-	us => ceil(1.2 * Stats::floor(1 / 2, $US_CLAIM) / 19),
+	us => ceil(1.2 * Stats::floor(1 / 2, $US_CLAIM) / 5),
 	# read2 (5 calls with bytes) and write1 (1): 6 a round
 	mixed => ceil(1.2 * Stats::floor(2 / 3, $BYTES_CLAIM) / 6),
 	# (enough for the session to name the stack while the app runs)
 	few => 100);
 my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;
 
-# Runs FUNC (fio, fio_mixed) of wait-run.lua under a session with ARGS on
-# files of SIZES; returns (the session's status, stdout, stderr, parsed
-# with LjWait::parse, the app's accounting).
+# Runs FUNC (fio, fio_sys, fio_mixed) of wait-run.lua under a session
+# with ARGS on files of SIZES, the JIT off for fio_sys; returns (the
+# session's status, stdout, stderr, parsed with LjWait::parse, the app's
+# accounting).
 sub session {
 	my ($name, $func, $sizes, @args) = @_;
+	my $jit = $func eq 'fio_sys' ? 'nojit' : 'jit';
 	my $dir = "$ROOT/t/out/fio.$$";
 	File::Path::make_path($dir);
 	my ($s2, $s1) = @{ $size{$sizes} };
 	spit("$dir/data2", join('', map { chr(($_ * 7) % 256) } 1 .. $s2));
 	spit("$dir/data1", join('', map { chr(($_ * 5) % 256) } 1 .. $s1));
 	my $r = Bpf::go_session(sample => 'lj-lua-fio', args => \@args,
-		cmd => ["$ROOT/build/luajit-gc64/bin/luajit", $run, $rounds{$name}, 'jit', $func, $dir, 'GO']);
+		cmd => ["$ROOT/build/luajit-gc64/bin/luajit", $run, $rounds{$name}, $jit, $func, $dir, 'GO']);
 	File::Path::remove_tree($dir);
 	ok $r->{started}, "$name: the session started";
 	ok $r->{ended}, "$name: the session ended when the app exited";
@@ -67,7 +70,7 @@ sub session {
 }
 
 for my $w (qw(bytes us)) {
-	my ($st, $out, $err, $p, $acct) = session($w, 'fio', $w eq 'bytes' ? 'small' : 'big',
+	my ($st, $out, $err, $p, $acct) = session($w, $w eq 'bytes' ? 'fio' : 'fio_sys', $w eq 'bytes' ? 'small' : 'big',
 		$w eq 'bytes' ? ('weight=bytes', 'files=1') : ());
 	like $out, qr/\A# stap\+\+ type=$w\n/, "$w: the output's first line gives the unit (type=$w)";
 	my @garbage = grep { $_ !~ $frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
