@@ -37,15 +37,20 @@ local function now_us()
     return tonumber(ts.sec) * 1000000 + tonumber(ts.nsec) / 1000
 end
 _M.acct = {}
-local function account(name, t0, bytes)
+-- adds a call of NAME that took US microseconds and moved BYTES
+local function account_us(name, us, bytes)
     local e = _M.acct[name]
     if not e then
         e = { 0, 0, 0 }
         _M.acct[name] = e
     end
-    e[1] = e[1] + (now_us() - t0)
+    e[1] = e[1] + us
     e[2] = e[2] + 1
     e[3] = e[3] + (bytes or 0)
+end
+-- adds a call of NAME that started at T0 (now_us()) and moved BYTES
+local function account(name, t0, bytes)
+    account_us(name, now_us() - t0, bytes)
 end
 
 function _M.reset()
@@ -133,17 +138,6 @@ local function sysread(path)
 end
 local function sysread2() return sysread(_M.dir .. "/data2") end
 local function sysread1() return sysread(_M.dir .. "/data1") end
-
-local function account_us(name, us, bytes)
-    local e = _M.acct[name]
-    if not e then
-        e = { 0, 0, 0 }
-        _M.acct[name] = e
-    end
-    e[1] = e[1] + us
-    e[2] = e[2] + 1
-    e[3] = e[3] + bytes
-end
 
 -- (called as read2 and read1: a frame is named by its call)
 function _M.fio_sys()
