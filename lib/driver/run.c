@@ -176,7 +176,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	struct source *src;
 	struct dw_set *dw;
 	int rc;
-	const char *db;
+	const char *db, *ngx;
 	char *stripped = NULL;
 
 	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
@@ -254,6 +254,11 @@ int run_script(struct run_opts *o, const struct target *t,
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	if (db && (ngx = dw_nodebug_nginx(dw)))
+		warning("no debug info in '%s': the lua module's layouts are unknown, "
+			"so its Lua VM is found as in the luajit CLI (from the "
+			"interpreter's registers), and coroutines that ngx_lua "
+			"resumes end at their own frames", ngx);
 	rc = run_stap(o, &x);
 out:
 	free(stripped);
