@@ -89,6 +89,14 @@ my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
+# The last handler (FUNCCW) runs into the VM's subroutines, whose end no
+# dispatch table gives: its code is lj_vm_unnamed, never lj_BC_FUNCCW.
+sub check_vm_names {
+	my ($name, $p) = @_;
+	my $n = LjStacks::count_with($p, sub { grep { $_ eq 'C:lj_BC_FUNCCW' } @_ });
+	is $n, 0, "$name: no code named after the last handler (C:lj_BC_FUNCCW)";
+}
+
 for my $b (qw(gc64 nogc64)) {
 	for my $mode (qw(jit nojit)) {
 		my $name = "$b stripped $mode";
@@ -102,6 +110,7 @@ for my $b (qw(gc64 nogc64)) {
 			$name, $f // 0, $n, $p->{stats}{samples} // 0, $p->{stats}{novm} // 0, $p->{wall} // 0);
 		Bpf::check_accounted($name, $p);
 		LjStacks::check_stopped($name, $p);
+		check_vm_names($name, $p);
 		next unless $mode eq 'nojit';
 		# the loop's two handlers, as the debug build's symbols name them
 		# (t/70): a wrong range would show other names or lj_vm_unnamed
@@ -125,6 +134,7 @@ for my $b (qw(gc64 nogc64)) {
 		note sprintf('stock nginx: foo %.1f%% of %d foo + bar samples, %d samples (%d before the VM was found)',
 			$f // 0, $n, $p->{stats}{samples} // 0, $p->{stats}{novm} // 0);
 		Bpf::check_accounted('stock nginx', $p);
+		check_vm_names('stock nginx', $p);
 	}
 }
 
