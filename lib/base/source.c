@@ -111,3 +111,17 @@ int source_line(const struct source *src, size_t offset)
 	}
 	return (int)lo + 1;
 }
+
+char *source_header_tag(const struct source *src, const char *tag)
+{
+	size_t n = strlen(tag);
+
+	for (size_t i = 0; i < src->nlines; i++) {
+		const char *l = src->text + src->lines[i];
+		if (*l != '#' && *l != '\n')
+			break;	/* only the header comment counts */
+		if (strncmp(l, tag, n) == 0)
+			return xstrndup(l + n, strcspn(l + n, " \t\r\n"));
+	}
+	return NULL;
+}

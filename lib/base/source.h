@@ -31,6 +31,13 @@ struct source *source_from_mem(const char *name, const char *text, size_t len);
 /* Free SRC and everything it holds; NULL is fine. */
 void source_free(struct source *src);
 
+/* The rest of the first line of SRC's header comment (its leading lines
+ * that start with '#', blank ones included) that starts with TAG, up to
+ * the first blank: "# stap++ native: bpf lj-lua-stacks" gives
+ * "lj-lua-stacks" for TAG "# stap++ native: bpf ".  A new string (the
+ * caller frees it), or NULL when no such line. */
+char *source_header_tag(const struct source *src, const char *tag);
+
 /* 1-based line number of byte OFFSET (offset == len gives the last line). */
 int source_line(const struct source *src, size_t offset);
 

@@ -2,6 +2,7 @@
 /* bpf/run.c - see bpf/run.h. */
 #include "bpf/run.h"
 #include "base/error.h"
+#include "base/source.h"
 #include "base/wrapper.h"
 #include "bpf/core.h"
 #include "bpf/lj_alloc_user.h"
@@ -81,23 +82,13 @@ static const struct impl impls[] = {
  * NULL if none; -1 when unreadable. */
 static int native_name(const char *path, char **name)
 {
-	char line[512];
-	FILE *f = fopen(path, "re");
+	struct source *src = source_read(path);
 
 	*name = NULL;
-	if (!f)
-		return error("cannot open '%s': %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, NATIVE_TAG, strlen(NATIVE_TAG)) == 0) {
-			char *s = line + strlen(NATIVE_TAG);
-			s[strcspn(s, " \t\r\n")] = 0;
-			*name = xstrdup(s);
-			break;
-		}
-		if (line[0] != '#' && line[0] != '\n')
-			break;	/* only the header comment counts */
-	}
-	fclose(f);
+	if (!src)
+		return -1;
+	*name = source_header_tag(src, NATIVE_TAG);
+	source_free(src);
 	return 0;
 }
 

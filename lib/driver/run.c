@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A script's header line saying that it runs on a LuaJIT without debug
+ * info (the tapsets then find the VM and name its code without symbols;
+ * the script itself probes and reads no internal symbol). */
+#define STRIPPED_TAG "# stap++ stripped: "
+
 static void print_args(const struct expansion *x)
 {
 	if (x->nparams == 0) {
@@ -171,7 +176,8 @@ int run_script(struct run_opts *o, const struct target *t,
 	struct source *src;
 	struct dw_set *dw;
 	int rc;
-	const char *db;
+	const char *db, *ngx;
+	char *stripped = NULL;
 
 	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
 					       strlen(o->script_text))
@@ -229,21 +235,33 @@ int run_script(struct run_opts *o, const struct target *t,
 		rc = flush_stdout();
 		goto out;
 	}
-	if ((db = dw_database_binary(dw))) {
-		/* stap resolves @var and names the VM's code from the
-		   binary's own DWARF and symbols, which it has not */
-		error("the SystemTap backend cannot profile '%s' yet: it has no "
+	stripped = source_header_tag(src, STRIPPED_TAG);
+	if ((db = dw_database_binary(dw)) && (!stripped || strcmp(stripped, "ok"))) {
+		/* the tapsets find the VM and name its code without symbols,
+		   but a script may probe LuaJIT's internal functions or read
+		   its variables: only a script that says it needs neither */
+		error("the SystemTap backend cannot run '%s' on '%s': it has no "
 		      "debug info (stap++ has its layouts from the layout "
 		      "database, but stap needs the DWARF and symbols of "
-		      "LuaJIT's VM)", db);
-		hint("--runtime=bpf samples it (lj-lua-stacks), no debug info needed");
+		      "LuaJIT's VM for what this script may use)", src->path, db);
+		hint("samples/lj-lua-stacks.sxx and samples/lj-lua-bt.sxx run "
+		     "without them (a script says so with a header line '"
+		     STRIPPED_TAG "ok', docs/stock-binaries.md)");
+		hint("--runtime=bpf samples it (lj-lua-stacks, lj-lua-bt), no "
+		     "debug info needed");
 		hint("or install its debug symbols (a -dbgsym package, or a "
 		     "debuginfod server in DEBUGINFOD_URLS)");
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	if (db && (ngx = dw_nodebug_nginx(dw)))
+		warning("no debug info in '%s': the lua module's layouts are unknown, "
+			"so its Lua VM is found as in the luajit CLI (from the "
+			"interpreter's registers), and coroutines that ngx_lua "
+			"resumes end at their own frames", ngx);
 	rc = run_stap(o, &x);
 out:
+	free(stripped);
 	expansion_free(&x);
 	dw_set_free(dw);
 	return rc;

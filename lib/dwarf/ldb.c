@@ -358,6 +358,32 @@ const char *dw_database_binary(struct dw_set *set)
 	return set->ldb && set->ldb->state == L_ON ? set->ldb->lj->path : NULL;
 }
 
+int dw_database(struct dw_set *set, const char **path,
+		unsigned long long *vm_size, unsigned long long *vm_head)
+{
+	unsigned char head[IDENT_HEAD];
+	const char *vm, *hex;
+	int st = state(set);
+
+	*path = NULL;
+	*vm_size = *vm_head = 0;
+	if (st == L_REFUSED)
+		return -1;
+	if (st != L_ON)
+		return 0;
+	vm = lentry_get(set->ldb->e, "id vm");
+	hex = lentry_get(set->ldb->e, "id vm-head");
+	if (!vm || sscanf(vm, "%llu", vm_size) != 1 || !hex ||
+	    hex_head(hex, head) < 0)
+		return error("layout '%s' has no interpreter ('id vm', 'id "
+			     "vm-head'): capture it again (layouts/README.md)",
+			     set->ldb->e->name);
+	for (int i = IDENT_HEAD - 1; i >= 0; i--)
+		*vm_head = *vm_head << 8 | head[i];
+	*path = set->ldb->lj->path;
+	return 1;
+}
+
 int ldb_active(struct dw_set *set, struct dw_bin **lj)
 {
 	if (state(set) != L_ON)

@@ -24,6 +24,26 @@ static const struct {
 	{ "enum", DW_ENUM, 1, 2 },
 };
 
+/* Whether the macro at t[at] can look anything up (MOD: it names its
+ * module); else it expands to DEAD (a scan, a dropped branch), after an
+ * error when there is no target. */
+static int can_look_up(struct xctx *c, size_t at, const char *mod,
+		       const char *dead, struct buf *out)
+{
+	if (c->o->scan_only || c->dead) {
+		buf_adds(out, dead);
+		return 0;
+	}
+	if (!c->o->dw || (!mod && !c->o->exec_path)) {
+		xerr(c, at, "DWARF macros need a target binary");
+		hint("use -x PID, --master PID, --exec PATH or -c CMD, or name "
+		     "the binary as the last argument");
+		buf_adds(out, dead);
+		return 0;
+	}
+	return 1;
+}
+
 static void do_dwarf(struct xctx *c, size_t at, enum dwop op,
 		     struct callargs *a, int min, struct buf *out)
 {
@@ -31,17 +51,8 @@ static void do_dwarf(struct xctx *c, size_t at, enum dwop op,
 	long long v = 0;
 	int flag = 0, rc;
 
-	if (c->o->scan_only || c->dead) {
-		buf_addc(out, '0');
+	if (!can_look_up(c, at, mod, "0", out))
 		return;
-	}
-	if (!c->o->dw || (!mod && !c->o->exec_path)) {
-		xerr(c, at, "DWARF macros need a target binary");
-		hint("use -x PID, --master PID, --exec PATH or -c CMD, or name "
-		     "the binary as the last argument");
-		buf_addc(out, '0');
-		return;
-	}
 	error_set_location(c->src->path, source_line(c->src, at));
 	switch (op) {
 	case DW_SIZEOF:
@@ -229,6 +240,66 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 	return close + 1;
 }
 
+/* @layout_db(on|binary|vm_size|vm_head): how the layout database
+ * identified the target's LuaJIT (dw_database). */
+static void do_layout_db(struct xctx *c, size_t at, const char *key,
+			 struct buf *out)
+{
+	static const char *const keys[] = { "on", "binary", "vm_size",
+					    "vm_head" };
+	const char *path = NULL;
+	unsigned long long size = 0, head = 0;
+	int k = 0, rc;
+
+	while (k < 4 && strcmp(key, keys[k]) != 0)
+		k++;
+	if (k == 4) {
+		xerr(c, at, "unknown key '%s' of @layout_db (on, binary, "
+		     "vm_size or vm_head)", key);
+		return;
+	}
+	if (!can_look_up(c, at, NULL, k == 1 ? "\"\"" : "0", out))
+		return;
+	error_set_location(c->src->path, source_line(c->src, at));
+	rc = dw_database(c->o->dw, &path, &size, &head);
+	error_clear_location();
+	if (rc < 0)
+		c->errors++;
+	if (k == 0)
+		buf_addc(out, rc > 0 ? '1' : '0');
+	else if (k == 1)
+		add_quoted(out, path ? path : "");
+	else if (k == 2 || (long long)head >= 0)
+		buf_addf(out, "%llu", k == 2 ? size : head);
+	else	/* stap's numbers are signed 64-bit */
+		buf_addf(out, "(%lld)", (long long)head);
+}
+
+/* @table_u16(NAME): the values of the constant table NAME
+ * (dw_table_u16) as a string, 4 hex digits each. */
+static void do_table_u16(struct xctx *c, size_t at, const char *name,
+			 struct buf *out)
+{
+	unsigned short *v;
+	size_t n;
+
+	if (!can_look_up(c, at, NULL, "\"\"", out))
+		return;
+	error_set_location(c->src->path, source_line(c->src, at));
+	if (dw_table_u16(c->o->dw, name, NULL, &v, &n) < 0) {
+		error_clear_location();
+		c->errors++;
+		buf_adds(out, "\"\"");
+		return;
+	}
+	error_clear_location();
+	buf_addc(out, '"');
+	for (size_t i = 0; i < n; i++)
+		buf_addf(out, "%04x", v[i]);
+	buf_addc(out, '"');
+	free(v);
+}
+
 size_t do_dwarf_macro(struct xctx *c, const char *id, size_t i, size_t open,
 		      size_t end, struct buf *out)
 {
@@ -250,5 +321,19 @@ size_t do_dwarf_macro(struct xctx *c, const char *id, size_t i, size_t open,
 	}
 	if (strcmp(id, "var") == 0 && open < end && c->src->text[open] == '(')
 		return do_var(c, i, open, end, out);
+	if (strcmp(id, "layout_db") == 0 || strcmp(id, "table_u16") == 0) {
+		char *macro = xasprintf("@%s", id);
+		int rc = parse_call(c, macro, i, open, end, 1, 1, &a);
+		free(macro);
+		if (rc < 0)
+			return (size_t)-1;
+		if (id[0] == 'l')
+			do_layout_db(c, i, a.v[0], out);
+		else
+			do_table_u16(c, i, a.v[0], out);
+		callargs_free(&a);
+		add_newlines(out, c->src->text, i, a.close);
+		return a.close + 1;
+	}
 	return 0;
 }

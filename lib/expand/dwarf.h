@@ -3,7 +3,10 @@
  * expand/dwarf.h - the macros answered from the target's DWARF (through
  * dwarf.h): @sizeof(T[, MOD]), @offsetof(T, a.b[, MOD]),
  * @has_member(T, a[, MOD]), @has_type(T[, MOD]), @enum(NAME[, MOD]) expand
- * to a number; @var("sym") to @var("sym@CU", "MODULE").
+ * to a number; @var("sym") to @var("sym@CU", "MODULE").  The layout
+ * database's (dw_database, dw_table_u16): @layout_db(on) 1 or 0,
+ * @layout_db(binary) a string, @layout_db(vm_size), @layout_db(vm_head)
+ * numbers; @table_u16(NAME) a string of 4 hex digits per value.
  *
  * While scanning (pass 1) and inside a %( %? %: %) branch stap drops
  * (c->dead), nothing is looked up: numbers are 0.  A failed look-up is

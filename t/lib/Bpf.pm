@@ -114,6 +114,12 @@ The nginx is build/nginx, or with o{stock} Debian's stripped /usr/sbin/nginx
 with its ndk and lua modules loaded (Debian's C<load_module> lines before the
 config).
 
+=item C<stock_conf(TEXT, FILE)>
+
+The config TEXT (of FILE, for errors) for Debian's stock nginx: its
+C<load_module> lines on top, and the temporary files in the prefix (the
+VM tests run the stock nginx with it too).
+
 =item C<load(PORT, URL [, CONNS])>
 
 Starts wrk on the URL with CONNS connections (default 4) until it is
@@ -329,6 +335,17 @@ sub check_accounted {
 		. ($st->{novm} // 0) . ')') if $novm;
 }
 
+sub stock_conf {
+	my ($conf, $file) = @_;
+	$conf = join('', map { "load_module /usr/lib/nginx/modules/$_.so;\n" } qw(ndk_http_module ngx_http_lua_module))
+		. $conf;
+	# (its temporary files in the prefix, not in the system's /var/lib/nginx,
+	# whose owner nginx would change to the workers' user)
+	$conf =~ s/^http \{\n/"http {\n" . join('', map { "    ${_}_temp_path ${_}_temp;\n" }
+		qw(client_body proxy fastcgi uwsgi scgi))/me or die "$file: no http block\n";
+	return $conf;
+}
+
 sub nginx {
 	my (%o) = @_;
 	my $port = 20000 + $$ % 20000;
@@ -337,12 +354,7 @@ sub nginx {
 	my $file = $o{conf} // 't/apps/nginx.conf';
 	my $conf = slurp("$ROOT/$file");
 	$conf =~ s/127\.0\.0\.1:8080/127.0.0.1:$port/ or die "$file: no listen line\n";
-	$conf = join('', map { "load_module /usr/lib/nginx/modules/$_.so;\n" } qw(ndk_http_module ngx_http_lua_module))
-		. $conf if $o{stock};
-	# (its temporary files in the prefix, not in the system's /var/lib/nginx,
-	# whose owner nginx would change to the workers' user)
-	$conf =~ s/^http \{\n/"http {\n" . join('', map { "    ${_}_temp_path ${_}_temp;\n" }
-		qw(client_body proxy fastcgi uwsgi scgi))/me or die "$file: no http block\n" if $o{stock};
+	$conf = stock_conf($conf, $file) if $o{stock};
 	open my $fh, '>', "$prefix/nginx.conf" or die "$prefix/nginx.conf: $!";
 	print $fh $conf;
 	close $fh;
