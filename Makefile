@@ -148,10 +148,11 @@ test:
 	dev/deps
 	$(MAKE) all
 ifeq ($(REPEAT),)
-	@mkdir -p t/out/.diag && touch t/out/.diag/.start
+	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -f t/out/times.log
 	STAPXX_VM_SERVER=1 prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
-		{ dev/vm-run --stop-server; dev/test-digest; exit 1; }
+		{ dev/vm-run --stop-server; dev/test-times | head -n 12; dev/test-digest; exit 1; }
 	dev/vm-run --stop-server
+	dev/test-times | head -n 12
 else
 	dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS)
 endif

@@ -250,7 +250,8 @@ sub _abs {
 sub no_guard { return ('-D', 'STP_NO_OVERLOAD') }
 
 # Where the VM tests' time goes: one line per build batch, VM job and case,
-# appended to t/out/times.log (dev/test-times sums it up).
+# appended to t/out/times.log (make test starts it anew; dev/test-times
+# sums it up per test file).
 sub _times {
 	my ($self, $kind, $secs, $what) = @_;
 	my $f = "$ROOT/t/out/times.log";
