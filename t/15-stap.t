@@ -9,6 +9,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Golden;
 use File::Copy ();
+use File::Path ();
 use Test::More;
 
 ok(-x $STAPXX, 'stap++ is built') or BAIL_OUT('run make first');
@@ -62,7 +63,7 @@ my @K = ('-r', $krel);
 	my $home = $ENV{SYSTEMTAP_DIR} // "$ENV{HOME}/.systemtap";
 	for my $f (glob("$home/cache/*/{stapconf,tracequery,typequery}_*")) {
 		my ($sub, $base) = $f =~ m{/cache/([^/]+)/([^/]+)$} or next;
-		mkdir "$dir/systemtap"; mkdir "$dir/systemtap/cache"; mkdir "$dir/systemtap/cache/$sub";
+		File::Path::make_path("$dir/systemtap/cache/$sub");
 		File::Copy::copy($f, "$dir/systemtap/cache/$sub/$base") or die "copy $f: $!\n";
 	}
 	my @args = (@I, "$C/stap-ok.sxx", '--exec', $T, '-p4', '-v', @K);
