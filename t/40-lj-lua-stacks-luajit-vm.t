@@ -4,6 +4,7 @@
 # builds, in the VM (one boot): the seed app (t/apps/test.lua via
 # t/apps/run.lua) with the JIT on, off, with FFI calls and with lines=1
 # (foo's share of foo + bar within 3 or 5 points, see %CLAIM);
+# traces that end in the interpreter (t/apps/exits.lua, as t/76);
 # frame shapes (t/apps/edge.lua: coroutines, pcall, xpcall, tail calls,
 # varargs, metamethods, 5000-deep recursion) with the JIT on and off;
 # lj-vm-states and lj-lua-bt; and a target without LuaJIT.
@@ -28,6 +29,7 @@ my $DEPTH = 20;    # depth of the plain modules (edge.lua recursion is cut there
 # need a few hundred.
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5);
 my $SAMPLES_OTHER = 1000;
+my $SAMPLES_EXITS = 4000;    # 0.2% is 8 samples; 1% in the exit is 40
 
 # --- a target without LuaJIT: clear error, non-zero exit (no VM needed) ---
 {
@@ -98,6 +100,9 @@ for my $b (qw(gc64 nogc64)) {
 		$case{"${b}_edge_$mode"} = [$b, "$lj $edge $secs $mode", $SAMPLES_OTHER];
 	}
 }
+# traces that end in the interpreter (LjStacks::check_exits)
+$case{"${_}_exits"} = [$_, "$ROOT/build/luajit-$_/bin/luajit $ROOT/t/apps/exits.lua $secs", $SAMPLES_EXITS]
+	for qw(gc64 nogc64);
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 $case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
 # (limit=2 prints 2 stacks of the samples taken: counted as taken, in
@@ -151,6 +156,12 @@ for my $b (qw(gc64 nogc64)) {
 		$p = parsed("${b}_edge_$mode", "$b edge $mode");
 		LjStacks::check_edge("$b edge $mode", $p, app => $edge, depth => $DEPTH) if $p;
 	}
+}
+
+# traces that end in the interpreter: the stack from its registers
+for my $b (qw(gc64 nogc64)) {
+	my $p = parsed("${b}_exits", "$b exits") or next;
+	LjStacks::check_exits("$b exits", $p, named => 1, samples => $SAMPLES_EXITS);
 }
 
 # options

@@ -9,7 +9,8 @@
 # seed app with the JIT on and off, with the assertions of t/40 (foo's
 # share within 3 points); the main C function (pmain, a local symbol that
 # strip removed) an address; the interpreter's leaves named as the
-# symbols name them.  lj-lua-bt once.  Scripts that do not say they run
+# symbols name them.  Traces that end in the interpreter (t/40).
+# lj-lua-bt once.  Scripts that do not say they run
 # without debug info are refused (t/24).
 use strict;
 use warnings;
@@ -82,6 +83,11 @@ wait
 grep -E '\\[(alert|emerg|crit)\\]' logs/error.log | sed 's/^/# /'
 exit \$rc
 SH
+# traces that end in the interpreter (t/40): the window of
+# lj_vm_exit_interp from the driver's scan of the machine code
+my $SAMPLES_EXITS = 4000;
+$vm->case(exits => VM::staprun_sh(target => "$bare{gc64} $ROOT/t/apps/exits.lua $secs", module => 'ljs_strip_gc64.ko',
+	ready => 'sleep 1', samples => $SAMPLES_EXITS), files => [$ko{gc64}], timeout => 180) if $ko{gc64};
 $vm->case(bt => VM::staprun_sh(target => "$bare{gc64} $run $secs nojit plain 200000", module => 'ljbt_strip.ko',
 	ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
 
@@ -136,6 +142,13 @@ for my $b (qw(gc64 nogc64)) {
 		Bpf::check_accounted('stock nginx', $p);
 		check_vm_names('stock nginx', $p);
 	}
+}
+
+if (my $case = $c->{exits}) {
+	is $case->{status}, 0, 'gc64 stripped exits: staprun status 0' or diag $case->{output};
+	LjStacks::check_exits('gc64 stripped exits', LjStacks::parse($case->{output}), samples => $SAMPLES_EXITS);
+} else {
+	fail 'gc64 stripped exits: the case ran';
 }
 
 if (my $case = $c->{bt}) {

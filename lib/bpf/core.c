@@ -254,7 +254,7 @@ static void refresh(struct ljb_core *c)
 		__u32 k = p[i];
 		struct ljb_proc v = {0};
 		int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
-		uint64_t g;
+		uint64_t g, lo = 0, hi = 0;
 
 		if (have && v.g)
 			continue;
@@ -272,6 +272,12 @@ static void refresh(struct ljb_core *c)
 		if (!have || bpf_map_lookup_elem(c->pids_fd, &k, &v) < 0)
 			v = (struct ljb_proc){0};	/* (again: the kernel counts) */
 		v.g = g;
+		if (g && ljb_vm_exit(p[i], &c->ly, c->st, g, &lo, &hi) < 0)
+			fprintf(stderr, "WARNING: %s: process %d: the code of its VM's trace "
+				"exits (lj_vm_exit_interp) was not found: samples taken there "
+				"are skipped\n", c->t.name, (int)p[i]);
+		v.exit_lo = lo;
+		v.exit_hi = hi;
 		bpf_map_update_elem(c->pids_fd, &k, &v, BPF_ANY);
 	}
 	free(p);
@@ -750,6 +756,8 @@ void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
 		{ "user memory read fault in the frame walk", n[LJB_N_F_READ] },
 		{ "no symbol for the interpreter's PC", n[LJB_N_F_NOSYM] },
 		{ "interpreter BASE register is not a frame of the running thread", n[LJB_N_F_BASE] },
+		{ "in a trace's exit to the interpreter (the VM's lj_vm_exit_interp code "
+		  "was not found)", n[LJB_N_F_EXIT] },
 		{ "user memory read fault in ngx_lua's coroutine contexts (the parent of a "
 		  "coroutine)", n[LJB_N_F_NGX] },
 		{ "the target's memory was gone before the stack was named", unnamed },

@@ -201,6 +201,8 @@ static void report(struct session *s)
 			{ "no symbol for the interpreter's PC", n[LJB_N_F_NOSYM] },
 			{ "interpreter BASE register is not a frame of the running thread",
 			  n[LJB_N_F_BASE] },
+			{ "in a trace's exit to the interpreter (the VM's lj_vm_exit_interp code "
+			  "was not found)", n[LJB_N_F_EXIT] },
 			{ "user memory read fault in ngx_lua's coroutine contexts", n[LJB_N_F_NGX] },
 			{ "the allocator's return address could not be read", a[LJB_A_NORA] },
 			{ "inconsistent stack (dropped)", t.broken / o->rate },

@@ -91,6 +91,9 @@ struct ljb_proc {
 				   interpreter's DISPATCH) whose G's main
 				   thread points back at G, a candidate that
 				   user space checks (lib/bpf/vm.c) */
+	__u64 exit_lo, exit_hi;	/* with g: where lj_vm_exit_interp runs
+				   with the trace's vmstate (dwarf/vmexit.h);
+				   0, 0 when its code was not found */
 };
 
 /* Statistics counters (per-CPU array). */
@@ -98,7 +101,7 @@ enum {
 	LJB_N_SAMPLES, LJB_N_LUA, LJB_N_JIT, LJB_N_INTERP, LJB_N_C, LJB_N_GC,
 	LJB_N_VMOTHER, LJB_N_NOLUA, LJB_N_NOVM, LJB_N_SKIPPED, LJB_N_DROPPED,
 	LJB_N_COST, LJB_N_LOSTMAP, LJB_N_LOSTRB,
-	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX,
+	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX, LJB_N_F_EXIT,
 	LJB_N_EXIT, LJB_N_RECORD, LJB_N_OPT, LJB_N_ASM,	/* of LJB_N_VMOTHER */
 	LJB_N_MAX
 };

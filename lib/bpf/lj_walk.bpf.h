@@ -569,7 +569,7 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	struct pt_regs *regs;
 	struct walk *w;
 	__u64 g, L, pc, T = 0, leaf = 0, base = 0;
-	__s32 vmstate;
+	__s32 vmstate, shown;
 	int vm = 0, nosym = 0;
 
 	*id = 0;
@@ -646,6 +646,37 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	}
 	w->topflags = LJB_PC_NONE;
 	w->toppc = 0;
+	shown = vmstate;
+	if (vmstate > 0 && pc >= proc->exit_lo && pc < proc->exit_hi) {
+		/* lj_vm_exit_interp before its store to jit_base
+		   (dwarf/vmexit.h): the trace has ended and written the
+		   frames it inlined; jit_base is the base it was entered
+		   with.  The stack is the interpreter's, from BASE (rdx),
+		   with PC (rbx) the bytecode it runs next, and is named as
+		   the interpreter's: no trace frame. */
+		__u64 bx = regs->bx;
+		base = regs->dx;
+		if (!cfg.gc64) {
+			base &= 0xffffffffULL;
+			bx &= 0xffffffffULL;
+		}
+		if (!base_ok(L, base, &f)) {
+			if (f)
+				goto skip_read;
+			goto skip_base;
+		}
+		T = 0;
+		shown = cfg.vmst_interp;
+		w->topflags = LJB_PC_INS;
+		w->toppc = bx + 4;	/* as after the interpreter's fetch */
+		goto walk;
+	}
+	if (vmstate > 0 && vm && !proc->exit_hi) {
+		/* the VM's code with a trace's vmstate: a helper a trace
+		   calls, or the exit above, which is not known */
+		count(LJB_N_F_EXIT, 1);
+		goto skipped;
+	}
 	if (vmstate > 0) {
 		w->h = MIX(MIX(w->h, T), vmstate);
 		if (T)
@@ -728,7 +759,7 @@ walk:
 			w->ev.L = L;
 			w->ev.T = T;
 			w->ev.leaf = leaf;
-			w->ev.vmstate = vmstate;
+			w->ev.vmstate = shown;
 			w->ev.pid = pid;
 			w->ev.nframes = n;
 			w->ev.end = w->end;

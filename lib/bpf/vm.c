@@ -2,6 +2,7 @@
 /* bpf/vm.c - see bpf/vm.h. */
 #include "bpf/vm.h"
 #include "base/wrapper.h"
+#include "dwarf/vmexit.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -245,4 +246,28 @@ size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st
 		n += add(st, at[i], end, known ? name : LJB_VM_UNNAMED, bad);
 	}
 	return n;
+}
+
+int ljb_vm_exit(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st,
+		uint64_t g, uint64_t *lo, uint64_t *hi)
+{
+	struct disp t;
+	const struct ljb_file *f;
+	uint64_t a, b;
+	unsigned char *code;
+	size_t wlo, whi;
+	int rc = -1;
+
+	*lo = *hi = 0;
+	if (read_disp(pid, ly, g, &t) < 0 || !(f = ljb_symtab_file(st, t.s[0])) ||
+	    fde_range(f, t.s[0], &a, &b) < 0 || a > t.s[0] || b <= a || b - a > (64u << 20))
+		return -1;
+	code = xmalloc(b - a);
+	if (ljb_read(pid, a, code, b - a) == 0 && lj_vm_exit_window(code, b - a, &wlo, &whi) == 0) {
+		*lo = a + wlo;
+		*hi = a + whi;
+		rc = 0;
+	}
+	free(code);
+	return rc;
 }

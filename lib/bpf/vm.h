@@ -63,4 +63,13 @@ uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_sy
 size_t ljb_vm_name(pid_t pid, const struct ljb_layout *ly, struct ljb_symtab *st, uint64_t g,
 		   struct ljb_vm_check *bad);
 
+/*
+ * ljb_vm_exit - the window of lj_vm_exit_interp (dwarf/vmexit.h) in the
+ * code of the VM whose global_State is G, as run-time addresses [*LO,
+ * *HI), found in its machine code (symbols or not).  0, or -1 when the
+ * code is unreadable or has no such window: no message.
+ */
+int ljb_vm_exit(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st,
+		uint64_t g, uint64_t *lo, uint64_t *hi);
+
 #endif

@@ -148,17 +148,25 @@ int dw_refused(struct dw_set *set);
  * nothing was asked yet.  Valid until dw_set_free(). */
 const char *dw_database_binary(struct dw_set *set);
 
+/* The interpreter of a LuaJIT the layout database identified. */
+struct dw_vm {
+	unsigned long long size;	/* length of its code ("id vm") */
+	unsigned long long head;	/* its first 8 bytes, little-endian
+					   ("id vm-head") */
+	unsigned long long exit_lo, exit_hi;	/* lj_vm_exit_interp's window
+					   (dwarf/vmexit.h), offsets from
+					   its start; both 0 when not found */
+};
+
 /* The set's LuaJIT as the layout database identified it, for code that
  * must not rely on its internal symbols (the tapsets on a stripped
  * target): 1 when its layouts come from an entry (it has no debug info):
- * *path is its binary (valid until dw_set_free()), *vm_size the length
- * of its interpreter's code and *vm_head the code's first 8 bytes as a
- * little-endian number (the entry's "id vm" and "id vm-head"); 0 when
- * they come from DWARF or no LuaJIT was found (the outputs are then 0
- * and NULL); -1 when the LuaJIT was refused (the error was printed).
- * Identifies the set's LuaJIT if no query did yet. */
-int dw_database(struct dw_set *set, const char **path,
-		unsigned long long *vm_size, unsigned long long *vm_head);
+ * *path is its binary (valid until dw_set_free()), *V its interpreter
+ * (read from the binary and the entry); 0 when they come from DWARF or
+ * no LuaJIT was found (the outputs are then 0 and NULL); -1 when the
+ * LuaJIT was refused (the error was printed).  Identifies the set's
+ * LuaJIT if no query did yet. */
+int dw_database(struct dw_set *set, const char **path, struct dw_vm *v);
 
 /* The path of an nginx of the set (it exports ngx_cycle) that has no debug
  * info, or NULL.  Its own types and the lua module's are then unknown:

@@ -231,6 +231,11 @@ unsigned long long ident_fn_hash(struct ident *id, struct ident_fn *f)
 	return f->hash = h ? h : 1;
 }
 
+const unsigned char *ident_fn_bytes(struct ident *id, const struct ident_fn *f)
+{
+	return at_addr(id, f->addr, f->len);
+}
+
 struct ident_fn *ident_fn_at(struct ident *id, unsigned long long addr)
 {
 	for (size_t i = 0; i < id->nfns; i++)

@@ -58,6 +58,10 @@ int ident_is_luajit(const struct ident *id);
 /* The masked hash of function F of ID (computed once). */
 unsigned long long ident_fn_hash(struct ident *id, struct ident_fn *f);
 
+/* The code of function F of ID (f->len bytes, in ID's image: valid until
+ * ident_free()), or NULL when the file does not hold it all. */
+const unsigned char *ident_fn_bytes(struct ident *id, const struct ident_fn *f);
+
 /* The function of ID starting at ADDR, or NULL. */
 struct ident_fn *ident_fn_at(struct ident *id, unsigned long long addr);
 

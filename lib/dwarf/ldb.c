@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "dwarf/ident.h"
+#include "dwarf/vmexit.h"
 #include "dwarf/open.h"
 #include "dwarf/type.h"
 
@@ -33,6 +34,8 @@ struct ldb {
 	struct dw_bin *lj;	/* L_ON: the LuaJIT binary */
 	struct lentry *e;	/* L_ON: its entry */
 	int cli;		/* L_ON: the luajit CLI (luajit.c is in it) */
+	size_t exit_lo, exit_hi;	/* L_ON: lj_vm_exit_interp's window in
+					   the interpreter (dwarf/vmexit.h), or 0 */
 };
 
 struct rec {
@@ -194,19 +197,19 @@ static int hex_head(const char *hex, unsigned char *head)
 	return 0;
 }
 
-/* Does the interpreter of entry E appear in ID (length and masked hash
- * of one of its functions)? */
-static int vm_matches(const struct lentry *e, struct ident *id)
+/* The function of ID that is the interpreter of entry E (its length and
+ * masked hash), or NULL. */
+static struct ident_fn *vm_fn(const struct lentry *e, struct ident *id)
 {
 	const char *vm = lentry_get(e, "id vm");
 	unsigned long long len, hash;
 	if (!vm || sscanf(vm, "%llu %llx", &len, &hash) != 2)
-		return 0;
+		return NULL;
 	for (size_t i = 0; i < id->nfns; i++)
 		if (id->fns[i].len == len &&
 		    ident_fn_hash(id, &id->fns[i]) == hash)
-			return 1;
-	return 0;
+			return &id->fns[i];
+	return NULL;
 }
 
 /* Does ID's code have a function starting like E's interpreter? */
@@ -230,7 +233,7 @@ static int entry_matches(const struct lentry *e, struct ident *id)
 	char *mine = exports_key(id);
 	int ok = v && !strcmp(v, id->version) &&
 		 (!id->nexports || (x && !strcmp(x, mine))) &&
-		 vm_matches(e, id);
+		 vm_fn(e, id) != NULL;
 	free(mine);
 	return ok;
 }
@@ -326,6 +329,10 @@ static void identify(struct dw_set *set)
 		l->state = L_ON;
 		l->lj = b;
 		l->cli = id.is_exec && !id.ngx_cycle;
+		struct ident_fn *fn = vm_fn(l->e, &id);
+		const unsigned char *code = fn ? ident_fn_bytes(&id, fn) : NULL;
+		if (!code || lj_vm_exit_window(code, fn->len, &l->exit_lo, &l->exit_hi) < 0)
+			l->exit_lo = l->exit_hi = 0;
 		info(0, "using layout '%s' for '%s' (no debug info)",
 		     l->e->name, b->path);
 	} else {
@@ -358,28 +365,29 @@ const char *dw_database_binary(struct dw_set *set)
 	return set->ldb && set->ldb->state == L_ON ? set->ldb->lj->path : NULL;
 }
 
-int dw_database(struct dw_set *set, const char **path,
-		unsigned long long *vm_size, unsigned long long *vm_head)
+int dw_database(struct dw_set *set, const char **path, struct dw_vm *v)
 {
 	unsigned char head[IDENT_HEAD];
 	const char *vm, *hex;
 	int st = state(set);
 
 	*path = NULL;
-	*vm_size = *vm_head = 0;
+	memset(v, 0, sizeof(*v));
 	if (st == L_REFUSED)
 		return -1;
 	if (st != L_ON)
 		return 0;
 	vm = lentry_get(set->ldb->e, "id vm");
 	hex = lentry_get(set->ldb->e, "id vm-head");
-	if (!vm || sscanf(vm, "%llu", vm_size) != 1 || !hex ||
+	if (!vm || sscanf(vm, "%llu", &v->size) != 1 || !hex ||
 	    hex_head(hex, head) < 0)
 		return error("layout '%s' has no interpreter ('id vm', 'id "
 			     "vm-head'): capture it again (layouts/README.md)",
 			     set->ldb->e->name);
 	for (int i = IDENT_HEAD - 1; i >= 0; i--)
-		*vm_head = *vm_head << 8 | head[i];
+		v->head = v->head << 8 | head[i];
+	v->exit_lo = set->ldb->exit_lo;
+	v->exit_hi = set->ldb->exit_hi;
 	*path = set->ldb->lj->path;
 	return 1;
 }

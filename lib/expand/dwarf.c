@@ -240,39 +240,45 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 	return close + 1;
 }
 
-/* @layout_db(on|binary|vm_size|vm_head): how the layout database
- * identified the target's LuaJIT (dw_database). */
+/* @layout_db(on|binary|vm_size|vm_head|exit_lo|exit_hi): how the layout
+ * database identified the target's LuaJIT (dw_database). */
 static void do_layout_db(struct xctx *c, size_t at, const char *key,
 			 struct buf *out)
 {
 	static const char *const keys[] = { "on", "binary", "vm_size",
-					    "vm_head" };
+					    "vm_head", "exit_lo", "exit_hi" };
+	const size_t nkeys = sizeof(keys) / sizeof(*keys);
 	const char *path = NULL;
-	unsigned long long size = 0, head = 0;
-	int k = 0, rc;
+	struct dw_vm vm;
+	unsigned long long v[] = { 0, 0, 0, 0, 0, 0 };
+	size_t k = 0;
+	int rc;
 
-	while (k < 4 && strcmp(key, keys[k]) != 0)
+	while (k < nkeys && strcmp(key, keys[k]) != 0)
 		k++;
-	if (k == 4) {
+	if (k == nkeys) {
 		xerr(c, at, "unknown key '%s' of @layout_db (on, binary, "
-		     "vm_size or vm_head)", key);
+		     "vm_size, vm_head, exit_lo or exit_hi)", key);
 		return;
 	}
 	if (!can_look_up(c, at, NULL, k == 1 ? "\"\"" : "0", out))
 		return;
 	error_set_location(c->src->path, source_line(c->src, at));
-	rc = dw_database(c->o->dw, &path, &size, &head);
+	rc = dw_database(c->o->dw, &path, &vm);
 	error_clear_location();
 	if (rc < 0)
 		c->errors++;
-	if (k == 0)
-		buf_addc(out, rc > 0 ? '1' : '0');
-	else if (k == 1)
+	v[0] = rc > 0;
+	v[2] = vm.size;
+	v[3] = vm.head;
+	v[4] = vm.exit_lo;
+	v[5] = vm.exit_hi;
+	if (k == 1)
 		add_quoted(out, path ? path : "");
-	else if (k == 2 || (long long)head >= 0)
-		buf_addf(out, "%llu", k == 2 ? size : head);
+	else if ((long long)v[k] >= 0)
+		buf_addf(out, "%llu", v[k]);
 	else	/* stap's numbers are signed 64-bit */
-		buf_addf(out, "(%lld)", (long long)head);
+		buf_addf(out, "(%lld)", (long long)v[k]);
 }
 
 /* @table_u16(NAME): the values of the constant table NAME

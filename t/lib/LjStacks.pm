@@ -79,6 +79,25 @@ printed, fewer samples in them than the samples with a Lua stack (the
 third hot stack is beyond the limit: at least 10% of them), and every
 chunk of their frames (there must be some) named by its full path.
 
+=item C<check_exits(NAME, P, %o)>
+
+The assertions on t/apps/exits.lua in P, whose loop's trace inlines
+top(), mid() and leaf() and leaves through lj_vm_exit_interp on every
+iteration (lib/dwarf/vmexit.h).  A walk from the stale jit_base there
+printed the VM's code as the leaf over a trace frame and the main chunk.
+So: at most 0.2% of the samples have a leaf in the VM's subroutines
+(C:lj_vm_*: lj_vm_exit_interp, or lj_vm_unnamed without symbols) over
+a trace frame (the exit handler before it sets vmstate: rare); and the
+stacks with a leaf in the VM's code (C:lj_vm_*, C:lj_BC_*, C:lj_cont_*)
+and no trace frame hold leaf, mid and top over the main chunk, but for
+at most 0.2% of the samples (the main chunk's own calls between loops,
+about 1 in 10,000).  Stacks in the JIT compiler's C code are not
+looked at (under TCG it compiles for minutes).  With o{named} (a target
+with symbols): at least 1% of the samples are in lj_vm_exit_interp, so
+that the first assertion can fail (natively 5% without GC64, 50% with
+it; 20% in the VM), each with the three frames and no trace frame.  At
+least o{samples} samples.
+
 =item C<top_leaves(P, SHARE)>
 
 The leaf frames (innermost) that hold at least SHARE (a fraction) of P's
@@ -420,6 +439,33 @@ sub check_limit {
 	my @rel = grep { !m{^(?:trace#\d+:)?/\S+\.lua} } @chunks;
 	Test::More::ok(@chunks > 0, "$name fullpath=1: chunks to check (" . scalar(@chunks) . ' frames)');
 	Test::More::is_deeply(\@rel, [], "$name fullpath=1: every chunk is a full path") or Test::More::diag(dump_stacks($p, 5));
+}
+
+sub check_exits {
+	my ($name, $p, %o) = @_;
+	my @chain = map { "exits.lua$_" } ':leaf', ':mid', ':top', '';
+	my $total = $p->{total};
+	my $trace = sub { scalar grep { /^trace#\d+:/ } @_ };
+	my $whole = sub { has_seq([grep { !/^(?:C:|builtin:type$)/ } @_], @chain) };
+	my $vm = qr/^C:lj_(?:vm_|BC_|cont_)/;
+	Test::More::cmp_ok($total, '>=', $o{samples}, "$name: at least $o{samples} samples");
+	my $over = count_with($p, sub { $_[0] =~ /^C:lj_vm_/ && $trace->(@_) });
+	Test::More::cmp_ok($over, '<=', 0.002 * $total,
+		"$name: the VM's subroutines over a trace frame in at most 0.2% of the samples ($over of $total)")
+		or Test::More::diag(dump_stacks($p, 6, sub { $_[0] =~ /^C:lj_vm_/ && $trace->(@_) }));
+	my $bad = count_with($p, sub { $_[0] =~ $vm && !$trace->(@_) && !$whole->(@_) });
+	Test::More::cmp_ok($bad, '<=', 0.002 * $total,
+		"$name: the VM's code without a trace frame is under leaf, mid and top ($bad of $total are not)")
+		or Test::More::diag(dump_stacks($p, 6, sub { $_[0] =~ $vm && !$trace->(@_) && !$whole->(@_) }));
+	return unless $o{named};
+	my $exit = count_with($p, sub { $_[0] eq 'C:lj_vm_exit_interp' });
+	Test::More::cmp_ok($exit, '>=', 0.01 * $total,
+		"$name: at least 1% of the samples in lj_vm_exit_interp ($exit of $total)")
+		or Test::More::diag(dump_stacks($p, 6));
+	my $wrong = count_with($p, sub { $_[0] eq 'C:lj_vm_exit_interp' && ($trace->(@_) || !$whole->(@_)) });
+	Test::More::cmp_ok($wrong, '<=', 0.002 * $total, "$name: each of them under the three frames, without a "
+		. "trace frame, but for 0.2% of the samples ($wrong)")
+		or Test::More::diag(dump_stacks($p, 6, sub { $_[0] eq 'C:lj_vm_exit_interp' }));
 }
 
 sub top_leaves {
