@@ -58,7 +58,7 @@ for i in \$(seq 1 100); do [ -s logs/nginx.pid ] && break; sleep 0.1; done
 timeout -s INT -k 10 60 staprun "\$VM_JOB"/legacy_var.ko > stap.out 2>&1 &
 sp=\$!
 for i in \$(seq 1 600); do grep -q '^ready' stap.out && break; sleep 0.1; done
-curl -s -o body.txt http://127.0.0.1:8080/lua
+@{[ VM::get_sh('http://127.0.0.1:8080/lua', 'body.txt') ]}
 wait \$sp
 st=\$?
 cat stap.out body.txt

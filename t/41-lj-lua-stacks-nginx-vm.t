@@ -69,7 +69,7 @@ mkdir -p logs
 export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=$o{heavy}
 $env
 $ROOT/$nginx -p "\$CASE" -c $conf -g 'worker_processes $o{workers};' > nginx.out 2>&1 &
-for i in \$(seq 1 150); do curl -s -o /dev/null http://127.0.0.1:8080/ && break; sleep 0.2; done
+for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null') ]} && break; sleep 0.2; done
 master=\$(cat logs/nginx.pid)
 for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $o{workers} ] && break; sleep 0.1; done
 worker=\$(pgrep -P \$master | head -1)

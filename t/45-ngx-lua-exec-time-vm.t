@@ -4,7 +4,7 @@
 # against the kernel build tree: return probes need the guest's System.map):
 # a debug nginx with three content_by_lua locations of known cost — /spin
 # busy-loops 2 ms of CPU time (os.clock), /fast only says "ok", /sleep
-# yields in ngx.sleep(0.2) — and curl making an exact number of requests;
+# yields in ngx.sleep(0.2) — and an exact number of requests (busybox wget);
 # then --master with two workers.
 use strict;
 use warnings;
@@ -87,17 +87,18 @@ sub ngx_case {
 	my ($workers, $run, @reqs) = @_;
 	# the spinning code's own time (its /spun is a call too: asked once
 	# the session is over)
-	my $curl = join "\n", map { my ($n, $p) = split / /; "for i in \$(seq 1 $n); do curl -s -o /dev/null http://127.0.0.1:8080$p; done" } @reqs;
+	my $get = join "\n", map { my ($n, $p) = split / /;
+		"for i in \$(seq 1 $n); do " . VM::get_sh("http://127.0.0.1:8080$p", '/dev/null') . '; done' } @reqs;
 	return VM::nginx_up(conf => "$out/nginx.conf", workers => $workers, url => '/fast') . <<"SH"
 staprun $run > stap.out 2> stap.err &
 sp=\$!
 for i in \$(seq 1 300); do grep -q 'press Ctrl-C' stap.err && break; sleep 0.2; done
-@{[ LjWait::uprobes_placed('$(pgrep -P $master)') ]}$curl
+@{[ LjWait::uprobes_placed('$(pgrep -P $master)') ]}$get
 sleep 1
 kill -INT \$sp
 wait \$sp
 rc=\$?
-echo "# \$(curl -s http://127.0.0.1:8080/spun)"
+echo "# \$(@{[ VM::get_sh('http://127.0.0.1:8080/spun') ]})"
 SH
 		. VM::nginx_down() . "cat stap.err stap.out\nexit \$rc\n";
 }

@@ -130,7 +130,7 @@ sub ngx_sh {
 mkdir -p logs
 export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=200000
 $nginx -p "\$CASE" -c $conf -g 'worker_processes 2;' > nginx.out 2>&1 &
-for i in \$(seq 1 150); do curl -s -o /dev/null http://127.0.0.1:8080/ && break; sleep 0.2; done
+for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null') ]} && break; sleep 0.2; done
 master=\$(cat logs/nginx.pid)
 wrk -t2 -c8 -d60s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
 wp=\$!

@@ -76,15 +76,15 @@ sub leak_ngx_case {
 	my $conf = "$ROOT/t/apps/leak/nginx.conf";
 	my $run = $o{run} // qq{timeout -s INT -k 10 90 staprun -x \$worker "\$VM_JOB"/$o{module}};
 	my $sh = VM::nginx_up(conf => $conf, url => '/ping', env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
-curl -s -o /dev/null 'http://127.0.0.1:8080/go?n=0'
-echo "# count base: \$(curl -s http://127.0.0.1:8080/count)"
+@{[ VM::get_sh('http://127.0.0.1:8080/go?n=0', '/dev/null') ]}
+echo "# count base: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c4 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
 grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
-echo "# count before: \$(curl -s http://127.0.0.1:8080/count)"
+echo "# count before: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c1 -d 120s http://127.0.0.1:8080/ping > /dev/null 2>&1 &
 ping=\$!
 SH
-	return $sh . _stop_and_print($run, 'echo "# count after: $(curl -s http://127.0.0.1:8080/count)"');
+	return $sh . _stop_and_print($run, 'echo "# count after: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"');
 }
 
 # Shell: RUN (staprun) with its stdout in stap.out, then stop the $ping load,
@@ -128,7 +128,7 @@ echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
 counts() {
 	: > counts.txt
 	for i in \$(seq 1 40); do
-		curl -s http://127.0.0.1:8080/countpid >> counts.txt
+		@{[ VM::get_sh('http://127.0.0.1:8080/countpid') ]} >> counts.txt
 		[ \$(cut -d' ' -f1 counts.txt | sort -u | wc -l) -ge 2 ] && break
 	done
 	awk -v w="\$1" '{ c[\$1] = \$2 } END { for (p in c) print "# count " w " " p ": " c[p] }' counts.txt

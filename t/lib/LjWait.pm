@@ -231,7 +231,7 @@ sub ngx_go_case {
 	my $t = $o{timeout} // 60;
 	my $after = <<"SH";
 $o{load}
-curl -s http://127.0.0.1:8080/acct | sed 's/^/# app: /'
+@{[ VM::get_sh('http://127.0.0.1:8080/acct') ]} | sed 's/^/# app: /'
 kill -INT \$sp
 wait \$sp
 rc=\$?
@@ -243,7 +243,7 @@ cat stap.out
 exit $rc
 SH
 	return VM::nginx_up(conf => 't/apps/wait.conf', url => '/acct')
-		. "curl -s -o /dev/null http://127.0.0.1:8080/reset\n"
+		. VM::get_sh('http://127.0.0.1:8080/reset', '/dev/null') . "\n"
 		. _staprun_started($o{run}, $t) . ($o{uprobes} ? uprobes_placed('$worker') : '')
 		. $after . VM::nginx_down() . $print;
 }
@@ -264,7 +264,7 @@ end
 EOF
 wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:$port$url > wrk.txt 2>&1
 grep -h 'responses\$' wrk.txt
-for i in \$(seq 1 300); do curl -s http://127.0.0.1:$port/acct | grep -qx 'active 0' && break; sleep 0.1; done
+for i in \$(seq 1 300); do @{[ VM::get_sh("http://127.0.0.1:$port/acct") ]} | grep -qx 'active 0' && break; sleep 0.1; done
 SH
 }
 
