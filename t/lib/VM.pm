@@ -187,8 +187,8 @@ C<$CASE/nginx.out>.
 =item C<VM::get_sh(URL [, OUT])>
 
 Shell text that fetches URL in the guest and writes its body to OUT (a
-file; standard output by default), exiting 0 on a 2xx response: busybox's
-wget, which is static (a fork and exec costs about 20 ms under TCG; curl,
+file; standard output by default), exiting 0 on a 2xx response, with no
+message on stderr: busybox's wget, which is static (a fork and exec costs about 20 ms under TCG; curl,
 with its shared libraries, 350 ms on an idle host and a second on a loaded
 one, taken from the target).
 
@@ -220,7 +220,8 @@ my $krel_cache;
 
 sub get_sh {
 	my ($url, $out) = @_;
-	return 'busybox wget -q -O ' . sh_quote($out // '-') . ' ' . sh_quote($url);
+	# (-q does not quiet its errors, e.g. while nginx is not up yet)
+	return 'busybox wget -q -O ' . sh_quote($out // '-') . ' ' . sh_quote($url) . ' 2>/dev/null';
 }
 
 sub sh_quote {
