@@ -21,7 +21,8 @@ stacks and the statistics, for LjStacks::parse.
 
 The split of a session at RATE bytes per sample, TEXT holding its stdout,
 stderr and the app's output: the type=bytes header, well-formed stacks,
-the app's table counts, the C<?> stacks (inconsistent when sampled) at
+no leaf C<C:NAME> of a function that a type's rule covers (the sample's
+C<__type>: C<lj_ir_growtop> is C<jit>), the app's table counts, the C<?> stacks (inconsistent when sampled) at
 most 5% of the bytes, one() and two() most of the bytes under the leaf
 C<table>, one()'s share within CLAIM points of the app's tables (the
 samples must reach its floor; without CLAIM, 4 sigma of the samples
@@ -43,6 +44,12 @@ use LjStacks;
 use Stats;
 use Test::More ();
 
+# The allocating functions whose type lj-lua-alloc names (its __type, and
+# lib/bpf/lj_alloc_user.c's type_of): by prefix, and by name.
+my $TYPED = qr/^C:(?:lj_str_|lj_strf|lj_strs|lj_tab_|lj_func|lj_stat|lj_pars|lj_bcre|lj_lex_|lj_cdat|lj_carit
+	|lj_ccal|lj_cconv|lj_crec|lj_udat|lj_buf_|lj_trac|lj_ir_|lj_snap|lj_asm_|lj_mcod|lj_reco|lj_opt_)
+	|^C:(?:str_alloc|newtab|newhpart|func_newL|fs_fini|buf_grow)$/x;
+
 sub stacks_of {
 	my ($o) = @_;
 	return join "\n", grep { !/^(?:ready|start|time [\d.]+|rounds \d+|tables one \d+ two \d+|ERROR: .*)$/ } split /\n/, $o;
@@ -53,6 +60,8 @@ sub check_split {
 	my $p = LjStacks::parse(stacks_of($o));
 	Test::More::is_deeply(LjStacks::bad($p, $name, $o), [], "$name: well-formed stacks") or Test::More::diag($o);
 	Test::More::like($o, qr/^# stap\+\+ type=bytes$/m, "$name: the output's header gives the unit (type=bytes)");
+	my %typed = map { $_->{frames}[0] => 1 } grep { $_->{frames}[0] =~ $TYPED } @{ $p->{stacks} };
+	Test::More::is_deeply([sort keys %typed], [], "$name: no leaf C:NAME of a function a type's rule covers");
 	my ($t1, $t2) = $o =~ /^tables one (\d+) two (\d+)$/m;
 	Test::More::ok($t1 && $t2, "$name: the app counted its tables (one " . ($t1 // '?') . ', two ' . ($t2 // '?') . ')')
 		or Test::More::diag($o);
