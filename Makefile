@@ -154,7 +154,9 @@ ifeq ($(REPEAT),)
 	dev/vm-run --stop-server
 	dev/test-times | head -n 12
 else
-	dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS)
+	STAPXX_VM_SERVER=1 dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS) || \
+		{ dev/vm-run --stop-server; exit 1; }
+	dev/vm-run --stop-server
 endif
 
 # Tests that boot the VM have "-vm" in their name; the rest run on the host.

@@ -75,8 +75,9 @@ and no FRAMES printed (IS_FRAME->(frames) picks them out of a stack).
 
 Tests of lines=1 fullpath=1 limit=2 on the seed app with the JIT on in P
 (its three hot stacks differ by heavy()'s call line): exactly 2 stacks
-printed, fewer samples in them than the samples with a Lua stack (the
-third hot stack is beyond the limit: at least 10% of them), and every
+printed by each session, fewer samples in them than the samples with a
+Lua stack, over the sessions (the third hot stack is beyond the limit:
+at least 10% of them), and every
 chunk of their frames (there must be some) named by its full path.
 
 =item C<check_exits(NAME, P, %o)>
@@ -432,9 +433,14 @@ sub check_limit {
 	my @lua = map { ($_->{stats} // {})->{lua} // 0 } @s;
 	Test::More::ok(!grep({ $_ != 2 } @printed), "$name limit=2: 2 stacks printed (@printed in @{[scalar @s]} sessions)")
 		or Test::More::diag(dump_stacks($p, 5));
-	Test::More::ok(!grep({ $lua[$_] == 0 || $s[$_]{total} > 0.9 * $lua[$_] } 0 .. $#s),
-		"$name limit=2: the stacks beyond it left out (" . join(', ', map { "$s[$_]{total} of $lua[$_]" } 0 .. $#s)
-		. ' samples with a Lua stack printed)');
+	# (over the sessions: a last session that samples what the first ones
+	# missed may take a dozen samples, all in the two hot stacks)
+	my ($shown, $all) = (0, 0);
+	$shown += $_->{total} for @s;
+	$all += $_ for @lua;
+	Test::More::ok($all > 0 && $shown <= 0.9 * $all,
+		"$name limit=2: the stacks beyond it left out ($shown of $all samples with a Lua stack printed; "
+		. join(', ', map { "$s[$_]{total} of $lua[$_]" } 0 .. $#s) . ')');
 	my @chunks = grep { /\.lua/ } map { @{ $_->{frames} } } @{ $p->{stacks} };
 	my @rel = grep { !m{^(?:trace#\d+:)?/\S+\.lua} } @chunks;
 	Test::More::ok(@chunks > 0, "$name fullpath=1: chunks to check (" . scalar(@chunks) . ' frames)');
