@@ -648,12 +648,13 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	w->toppc = 0;
 	shown = vmstate;
 	if (vmstate > 0 && pc >= proc->exit_lo && pc < proc->exit_hi) {
-		/* lj_vm_exit_interp before its store to jit_base
+		/* lj_vm_exit_interp before it sets vmstate
 		   (dwarf/vmexit.h): the trace has ended and written the
 		   frames it inlined; jit_base is the base it was entered
-		   with.  The stack is the interpreter's, from BASE (rdx),
-		   with PC (rbx) the bytecode it runs next, and is named as
-		   the interpreter's: no trace frame. */
+		   with, cleared just before vmstate is set.  The stack is
+		   the interpreter's, from BASE (rdx), with PC (rbx) the
+		   bytecode it runs next, and is named as the
+		   interpreter's: no trace frame. */
 		__u64 bx = regs->bx;
 		base = regs->dx;
 		if (!cfg.gc64) {
