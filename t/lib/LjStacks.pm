@@ -315,7 +315,20 @@ sub check_seed {
 	my $n = $foo + $bar;
 	my $pf = $n ? 100 * $foo / $n : undef;
 	Stats::share_ok("$name: foo of foo + bar", $pf, 100 * $FOO, $n, claim => $o{claim});
-	Test::More::cmp_ok($n, '>=', 0.9 * $total, "$name: foo and bar hold at least 90% of the $total Lua samples ($n)");
+	# Outside foo and bar the app runs main's own code, its caller (run.lua's
+	# loop, the content_by_lua chunk) and the C functions they call: in
+	# nginx, ngx.say's number formatting and output filters.  That share is
+	# the workload's fixed cost per call of main beside heavy()'s loops, not
+	# the walker's: 3-13% of the Lua samples under TCG, more on a loaded host
+	# (the C path and the JIT loop slow down differently).  A walk that lost
+	# foo or bar shows heavy() or its loop without them: never.  The bound
+	# below catches a walker that loses frames wholesale.
+	my $lost = count_with($p, sub {
+		!grep({ $_ eq 'test.lua:foo' || $_ eq 'test.lua:bar' } @_)
+			&& grep({ $_ eq 'test.lua:heavy' || $_ eq "test.lua:$loop" || /^trace#\d+:test\.lua:$loop$/ } @_) });
+	Test::More::is($lost, 0, "$name: no sample in heavy() or its loop without foo or bar above it")
+		or Test::More::diag(dump_stacks($p, 8));
+	Test::More::cmp_ok($n, '>=', 0.75 * $total, "$name: foo and bar hold at least 75% of the $total Lua samples ($n)");
 	my $heavy = count_with($p, sub { grep { $_ eq 'test.lua:heavy' } @_ });
 	if ($mode eq 'jit') {
 		my $n = count_with($p, sub { grep({ $_ eq 'test.lua:heavy' } @_) && $_[0] =~ /^trace#\d+:test\.lua:$loop$/ });
