@@ -28,6 +28,11 @@ my $DEPTH = 20;    # depth of the plain modules (edge.lua recursion is cut there
 # is what the whole test suite waits for).  The frame shapes and options
 # need a few hundred.
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5);
+# The rate of the plain modules: a share needs a sample count, and at
+# 4,000 a second the target runs a quarter as long for it (under TCG the
+# probe then takes about a third of its CPU time).  The lines=1 and
+# option modules keep the default, timer.profile.
+my $HZ = 4000;
 my $SAMPLES_OTHER = 1000;
 my $SAMPLES_EXITS = 4000;    # 0.2% is 8 samples; 1% in the exit is 40
 
@@ -47,8 +52,8 @@ my $S = 'samples/lj-lua-stacks.sxx';
 my $gc64 = 'build/luajit-gc64/bin/luajit';
 my @mods = (    # key, module, script, options, what the build is
 	map({ my $b = $_; my $exec = "build/luajit-$b/bin/luajit";
-	      ([$b, "ljs_$b", $S, { exec => $exec, args => ['--arg', "depth=$DEPTH"] },
-	        "lj-lua-stacks for $exec"],
+	      ([$b, "ljs_$b", $S, { exec => $exec, args => ['--arg', "depth=$DEPTH", '--arg', "hz=$HZ"] },
+	        "lj-lua-stacks hz=$HZ for $exec"],
 	       ["${b}_lines", "ljs_${b}_lines", $S, { exec => $exec, args => ['--arg', 'lines=1'] },
 	        "lj-lua-stacks lines=1 for $exec"]) } qw(gc64 nogc64)),
 	# options: nojit on a JIT workload, nointerp on an interpreted one,
@@ -70,7 +75,7 @@ ok $ko{ $_->[0] }, "$_->[4] builds" for @mods;
 	my ($st, $log) = run_cmd({ cwd => $vm->out, merge => 1 }, "$ROOT/stap++", '--dump-src', '--exec', "$ROOT/build/luajit-gc64/bin/luajit",
 		"$ROOT/samples/lj-lua-stacks.sxx", '--arg', 'hz=7');
 	isnt $st, 0, 'hz=7: fails';
-	like $log, qr/^\S*lj-lua-stacks\.sxx:\d+: error: --arg hz must be 100, 250, 500 or 1000, not '7'$/m,
+	like $log, qr/^\S*lj-lua-stacks\.sxx:\d+: error: --arg hz must be 100, 250, 500, 1000, 2000 or 4000, not '7'$/m,
 		'hz=7: the error names the allowed rates' or diag $log;
 }
 
@@ -81,27 +86,32 @@ my $edge = "$ROOT/t/apps/edge.lua";
 # module starts on a loaded host
 my $secs = 3600;
 # CASE => [module key, target, samples, 'taken': samples taken, not
-# printed (nojit, nointerp drop them)]
+# printed (nojit, nointerp drop them), the module's rate]
 # The seed cases' loop counts keep a cycle of main() (foo, then bar) short
 # beside a session: one that starts and ends inside cycles is off by up
 # to 2/3 of a cycle's samples, so a session must span about 100 cycles
 # for that to stay below a quarter of the claim.  (With 200,000 loops a
 # cycle took about 85 ms JIT-compiled and 150 ms interpreted under TCG:
-# 30 to 50 cycles a session, and foo at 73% once.)
-my %N = (jit => 40000, nojit => 20000, ffi => 20000);
+# 30 to 50 cycles a session at 1,000 samples a second, and foo at 73%
+# once.)  At $HZ a second a session takes its samples in a quarter of
+# the target's time, so the loops are a quarter as long as they were at
+# 1,000 (40,000 JIT-compiled, 20,000 interpreted).
+my %N = (jit => 10000, nojit => 5000, ffi => 5000);
 my %case;
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
-	$case{"${b}_jit"} = [$b, "$lj $run $secs jit plain $N{jit}", LjStacks::seed_samples($CLAIM{jit})];
-	$case{"${b}_nojit"} = [$b, "$lj $run $secs nojit plain $N{nojit}", LjStacks::seed_samples($CLAIM{nojit})];
-	$case{"${b}_ffi"} = [$b, "$lj $run $secs jit ffi $N{ffi}", LjStacks::seed_samples($CLAIM{ffi})];
+	$case{"${b}_jit"} = [$b, "$lj $run $secs jit plain $N{jit}", LjStacks::seed_samples($CLAIM{jit}), undef, $HZ];
+	$case{"${b}_nojit"} = [$b, "$lj $run $secs nojit plain $N{nojit}", LjStacks::seed_samples($CLAIM{nojit}), undef, $HZ];
+	$case{"${b}_ffi"} = [$b, "$lj $run $secs jit ffi $N{ffi}", LjStacks::seed_samples($CLAIM{ffi}), undef, $HZ];
 	for my $mode (qw(jit nojit)) {
-		$case{"${b}_lines_$mode"} = ["${b}_lines", "$lj $run $secs $mode plain $N{$mode}", LjStacks::seed_samples($CLAIM{lines})];
-		$case{"${b}_edge_$mode"} = [$b, "$lj $edge $secs $mode", $SAMPLES_OTHER];
+		# (the lines=1 modules sample at the default rate: loops 4 times as long)
+		$case{"${b}_lines_$mode"} = ["${b}_lines", "$lj $run $secs $mode plain " . 4 * $N{$mode},
+			LjStacks::seed_samples($CLAIM{lines})];
+		$case{"${b}_edge_$mode"} = [$b, "$lj $edge $secs $mode", $SAMPLES_OTHER, undef, $HZ];
 	}
 }
 # traces that end in the interpreter (LjStacks::check_exits)
-$case{"${_}_exits"} = [$_, "$ROOT/build/luajit-$_/bin/luajit $ROOT/t/apps/exits.lua $secs", $SAMPLES_EXITS]
+$case{"${_}_exits"} = [$_, "$ROOT/build/luajit-$_/bin/luajit $ROOT/t/apps/exits.lua $secs", $SAMPLES_EXITS, undef, $HZ]
 	for qw(gc64 nogc64);
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 $case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
@@ -147,7 +157,7 @@ for my $b (qw(gc64 nogc64)) {
 			root => ['run.lua', 'C:pmain'], mode => $mode, lines => 0, claim => $CLAIM{$mode});
 		note sprintf('%s %s: foo %.1f%% of %d foo + bar samples, %d samples in %.1f s (%.1f s of CPU time)', $b, $mode,
 			$f // 0, $n, $p->{stats}{samples} // 0, $p->{wall} // 0, $p->{cpu} // 0);
-		LjStacks::check_stopped("$b $mode", $p);
+		LjStacks::check_stopped("$b $mode", $p, hz => $HZ);
 	}
 	for my $mode (qw(jit nojit)) {
 		my $p = parsed("${b}_lines_$mode", "$b lines $mode");
@@ -175,8 +185,8 @@ if (my $p = parsed('opt_nointerp', 'nointerp=1')) {
 	LjStacks::check_dropping('nointerp=1', $p, 'interpreter', 'interpreter leaves', sub { $_[0] =~ /^C:lj_BC_/ });
 }
 
-# hz: timer.profile (1000 samples/s on this kernel) by default, 250 with
-# hz=250.  A timer fires at most HZ times a second of wall time, so
+# hz: timer.profile (1000 samples/s on this kernel) by default (the lines=1
+# modules), 250 with hz=250.  A timer fires at most HZ times a second of wall time, so
 # neither count can exceed HZ times the seconds of the sessions (from
 # staprun's start to its end, more than they sampled) by more than 4
 # times the deviation of a Poisson count (more than a tick count's) and
@@ -197,7 +207,7 @@ sub rate {
 }
 if (my $p = parsed('opt_hz', 'hz=250')) {
 	my $r250 = rate('hz=250', $p, 250);
-	my $r1000 = rate('default (timer.profile)', LjStacks::parse(($c->{gc64_jit} // {})->{output} // ''), 1000);
+	my $r1000 = rate('default (timer.profile)', LjStacks::parse(($c->{gc64_lines_jit} // {})->{output} // ''), 1000);
 	ok($r1000 > 0 && $r250 < 0.6 * $r1000, sprintf('hz=250: %.0f samples a second, under 0.6 of the default %.0f',
 		$r250, $r1000));
 	my $n = ($p->{stats} // {})->{samples} // 0;

@@ -25,6 +25,12 @@ my $vm = VM->new;
 # lines=1 and --master (1,423 samples: those cases are about frames and
 # workers, and the VM's time is what the whole test suite waits for).
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5, master => 5);
+# The plain module samples at 2,000 a second: its samples in half the
+# worker's time (a session still spans hundreds of requests); under TCG
+# nginx's stacks cost the probe 150-300 us, a third to a half of the
+# period at 4,000 (t/40's rate for the luajit CLI).  The lines=1 and
+# --master modules keep the default, timer.profile.
+my $HZ = 2000;
 my $nginx = 'build/nginx/sbin/nginx';
 my $conf = "$ROOT/t/apps/nginx.conf";
 my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
@@ -32,7 +38,7 @@ my $ffi_line = LjStacks::line_of($conf, qr/t\.ffi = true/);
 
 my %ko;
 @ko{qw(plain lines bt master)} = $vm->builds(    # two at a time
-	['ljs_ngx', 'samples/lj-lua-stacks.sxx', exec => $nginx],
+	['ljs_ngx', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', "hz=$HZ"]],
 	['ljs_ngx_lines', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', 'lines=1']],
 	['ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => $nginx],
 	['ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--master', '-']]);
@@ -62,7 +68,8 @@ sub ngx_case {
 	# lj-lua-bt ends by itself (one backtrace); lj-lua-stacks samples
 	# until its output holds the samples its claim needs
 	my $sample = defined $o{samples}
-		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples}, undef, stop => 1)
+		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples}, undef, stop => 1,
+			hz => $o{hz})
 		: "timeout -s INT -k 10 40 staprun $run";
 	return <<"SH";
 mkdir -p logs
@@ -82,7 +89,8 @@ SH
 }
 
 my %cases = (    # name => module key, ngx_case options
-	jit => [plain => url => '/'], nojit => [plain => url => '/', nojit => 1], ffi => [plain => url => '/ffi'],
+	jit => [plain => url => '/', hz => $HZ], nojit => [plain => url => '/', nojit => 1, hz => $HZ],
+	ffi => [plain => url => '/ffi', hz => $HZ],
 	lines => [lines => url => '/'], master => [master => url => '/', workers => 2, master => 1]);
 for my $name (sort keys %cases) {
 	my ($k, %o) = @{ $cases{$name} };
