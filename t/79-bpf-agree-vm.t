@@ -30,9 +30,11 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 # sampling periods (200000 would alias with them), in the VM few enough
 # calls are cut by the window's ends; the target runs until it is killed
 # 100,000 loops: a cycle of main() (foo, then bar) takes about 45 ms
-# under TCG, so a session spans some 400 of them: the cycles it cuts at
-# its start and end move a share by less than 0.2 points (2 M loops: 850
-# ms a cycle, about 20 a session, up to 3 points)
+# under TCG, so a session at 1,000 samples a second spans some 400 of
+# them, and the module's 2,000 a second some 200: the cycles it cuts at
+# its start and end move a share by less than 0.4 points (2 M loops: 850
+# ms a cycle, about 20 a session at 1,000, up to 3 points).  The rate is
+# no part of the share: the host samples at the default 1,000.
 my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 100000);
 
 # the eBPF backend on the host
@@ -46,10 +48,10 @@ note sprintf('eBPF: %d samples in %.1f s of CPU time (%.1f s wall)', $bpf->{stat
 
 # the SystemTap module in the VM
 my $vm = VM->new;
-my $ko = $vm->build('ljs_agree', 'samples/lj-lua-stacks.sxx', exec => $lj);
+my $ko = $vm->build('ljs_agree', 'samples/lj-lua-stacks.sxx', exec => $lj, args => ['--arg', 'hz=2000']);
 ok $ko, 'the SystemTap module builds' or diag $vm->build_log;
 $vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @work), module => 'ljs_agree.ko',
-	ready => 'sleep 1', samples => POSIX::ceil(1.05 * $need)), files => [$ko], timeout => 180) if $ko;
+	ready => 'sleep 1', samples => POSIX::ceil(1.05 * $need), hz => 2000), files => [$ko], timeout => 180) if $ko;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran' or diag $r->{stderr};
 my $stap = LjStacks::parse(($r->{cases}{agree} // {})->{output} // '');
