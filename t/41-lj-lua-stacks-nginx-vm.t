@@ -27,8 +27,8 @@ my $vm = VM->new;
 my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5, master => 5);
 # The plain module samples at 2,000 a second: its samples in half the
 # worker's time (a session still spans hundreds of requests); under TCG
-# nginx's stacks cost the probe 150-300 us, a third to a half of the
-# period at 4,000 (t/40's rate for the luajit CLI).  The lines=1 and
+# nginx's stacks cost the probe 100-300 us, up to the whole period at
+# 4,000 (t/40's rate for the luajit CLI).  The lines=1 and
 # --master modules keep the default, timer.profile.
 my $HZ = 2000;
 my $nginx = 'build/nginx/sbin/nginx';
