@@ -138,7 +138,8 @@ with its output in C<$CASE/target.log>, runs C<ready> (shell, default
 C<sleep 0.5>; C<$pid> is the target's pid), then
 C<staprun [OPTS] -x $pid MODULE> in the foreground, then kills the target.
 Options: C<target>, C<module> (file name in C<$VM_JOB>), C<ready>,
-C<staprun_opts> (string), C<timeout> (seconds staprun may run before it is
+C<staprun_opts> (string), C<params> (the module's parameters, after it:
+C<stapxx_lines=1>), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30),
 C<samples> (a module of lj-lua-stacks built without C<time> samples until
 its output holds that many samples, with C<sample_sh> and C<stop>; C<taken>
@@ -360,6 +361,7 @@ sub staprun_sh {
 	my $ready = $o{ready} // 'sleep 0.5';
 	my $opts  = $o{staprun_opts} // '';
 	my $mod   = sh_quote($o{module});
+	$mod .= " $o{params}" if defined $o{params};
 	my $run;
 	if (defined $o{samples}) {
 		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout},
@@ -397,25 +399,28 @@ sub sample_sh {
 	# the target's CPU time (880 to 1,150 of 1,000 seen in a loaded make
 	# test; a session that falls short costs a second one, about 4 s)
 	my $guess = int(0.85 * ($o{hz} // 1000));
+	# (centiseconds from up_cs, integer arithmetic: no fork but sleep's,
+	# see the case preamble in run)
+	my $guess_ns = 'ns=$((11 * (' . $samples . ' - got) * 100000000 / ' . $guess . '))';
 	return <<"SH";
-# no fork in the loops but sleep's: under TCG a fork and exec costs the
-# guest tens of ms (hundreds on a loaded host), taken from the target
 cpu_ns() { cpu=0; for p in $pids; do { read -r v x < /proc/\$p/schedstat && cpu=\$((cpu + v)); } 2>/dev/null; done; }
 started() { [ -f "\$1" ] && while IFS= read -r l; do case \$l in *'; press Ctrl-C to stop') return 0;; esac; done < "\$1"; return 1; }
 counted() { $count; }
 : > "\$CASE/sample.out"
-got=0 used=0 wall=0 k=0 rc=0 w0=\$(date +%s)
-while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date +%s) - w0)) -lt $timeout ]; do
+up_cs; w0=\$up_cs
+got=0 used=0 wall=0 k=0 rc=0
+while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && { up_cs; [ \$((up_cs - w0)) -lt \$((100 * $timeout)) ]; }; do
 	k=\$((k + 1))
 	# CPU ns for the samples missing: the guess at first (a tenth more), then the rate seen (60 at least; a fifth more)
 	if [ \$got -gt 0 ]; then
-		ns=\$(awk -v m=\$(($samples - got)) -v u=\$used -v g=\$got 'BEGIN { r = u / g; if (r > 1e9 / 60) r = 1e9 / 60; printf "%.0f\\n", 1.2 * m * r }')
+		r=\$((used / got)); [ \$r -gt 16666666 ] && r=16666666
+		ns=\$((12 * ($samples - got) * r / 10))
 	else
-		ns=\$(awk -v m=\$(($samples - got)) 'BEGIN { printf "%.0f\\n", 1.1 * m / $guess * 1e9 }')
+		$guess_ns
 	fi
 	[ \$k -gt 1 ] && echo "# session \$k" >> "\$CASE/sample.out"
-	t0=\$(date +%s%N)
-	left=\$(($timeout - \$(date +%s) + w0))
+	up_cs; t0=\$up_cs
+	left=\$(($timeout - (up_cs - w0) / 100))
 	timeout -s INT -k 10 $kill $cmd$stop > "\$CASE/s\$k.out" 2>&1 &
 	sp=\$!
 	i=0
@@ -436,13 +441,13 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && [ \$((\$(date
 	kill -INT \$sp 2>/dev/null
 	wait \$sp
 	rc=\$?
-	wall=\$((wall + \$(date +%s%N) - t0))
+	up_cs; wall=\$((wall + (up_cs - t0) * 10000000))
 	cat "\$CASE/s\$k.out" >> "\$CASE/sample.out"
 	used=\$((used + u))
 	got=\$((got + \$(counted "\$CASE/s\$k.out")))
 done
 cat "\$CASE/sample.out"
-echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$((\$(date +%s) - w0)) s, \$k sessions"
+up_cs; echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$(((up_cs - w0) / 100)) s, \$k sessions"
 (exit \$rc)
 SH
 }
@@ -483,6 +488,18 @@ sub nginx_down {
 	return "kill -QUIT \$master\nwait\n";
 }
 
+# Every job and case script starts with these.  Under TCG an exec of a
+# dynamic binary costs the guest about 90 ms of CPU time (ld.so and
+# libc's relocations), taken from the target or from staprun's start;
+# busybox's static one about 35.  So the scripts read the clock from
+# /proc/uptime (up_cs: centiseconds since boot, a shell builtin), and
+# their sleep is busybox's.
+use constant UP_CS => <<'SH';
+up_cs() { read -r up_cs _ < /proc/uptime; up_cs=$((${up_cs%.*} * 100 + 1${up_cs#*.} - 100)); }
+SH
+use constant CASE_PREAMBLE => UP_CS . <<'SH';
+sleep() { busybox sleep "$@"; }
+SH
 sub run {
 	my ($self, %o) = @_;
 	my @cases = @{ $self->{cases} };
@@ -500,19 +517,20 @@ sub run {
 		}
 		my $n = $c->{name};
 		$total += $c->{timeout};
-		spit("$self->{out}/case-$n.sh", $c->{shell});
+		spit("$self->{out}/case-$n.sh", CASE_PREAMBLE . $c->{shell});
 		push @files, "$self->{out}/case-$n.sh";
 		$job .= <<"SH";
 mkdir -p "\$VM_JOB/$n"
 echo "== case $n"
-t0=\$(date +%s)
+up_cs; t0=\$up_cs
 (cd "\$VM_JOB/$n" && CASE="\$VM_JOB/$n" exec timeout -k 5 $c->{timeout} sh "\$VM_JOB/case-$n.sh") > "\$VM_JOB/$n/output" 2>&1
-echo \$? > "\$VM_JOB/$n/status"
+rc=\$?
+echo \$rc > "\$VM_JOB/$n/status"
 cat "\$VM_JOB/$n/output"
-echo "== case $n: status \$(cat "\$VM_JOB/$n/status") (\$((\$(date +%s) - t0)) s)"
+up_cs; echo "== case $n: status \$rc (\$(((up_cs - t0) / 100)) s)"
 SH
 	}
-	spit($script, "${job}exit 0\n");
+	spit($script, UP_CS . "${job}exit 0\n");
 
 	remove_tree($vmdir);
 	my @argv = ("$ROOT/dev/vm-run", '--timeout', $o{timeout} // $total + 60, '--out', $vmdir);
