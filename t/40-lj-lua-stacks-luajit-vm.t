@@ -31,8 +31,8 @@ my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5);
 # The rate of the plain modules: a share needs a sample count, and at
 # 4,000 a second the target runs a quarter as long for it (under TCG the
 # probe then takes 30% of its CPU time on an idle host, up to 70% on a
-# loaded one).  The lines=1 and
-# option modules keep the default, timer.profile.
+# loaded one).  The module of GC64's lines=1 and option cases keeps
+# the default, timer.profile.
 my $HZ = 4000;
 my $SAMPLES_OTHER = 1000;
 my $SAMPLES_EXITS = 4000;    # 0.2% is 8 samples; 1% in the exit is 40
@@ -51,20 +51,16 @@ my $SAMPLES_EXITS = 4000;    # 0.2% is 8 samples; 1% in the exit is 40
 # --- modules (built on the host, two at a time) ---
 my $S = 'samples/lj-lua-stacks.sxx';
 my $gc64 = 'build/luajit-gc64/bin/luajit';
+# The options lines, fullpath, limit, nojit and nointerp are the module's
+# parameters too (stapxx_lines=1 when staprun loads it): the cases set
+# them on two modules, one per build at $HZ and one at the default rate
+# for the GC64 build (t/41 builds its lines=1 module with --arg).  Each
+# module costs the host about 17 s of CPU time to build.
 my @mods = (    # key, module, script, options, what the build is
 	map({ my $b = $_; my $exec = "build/luajit-$b/bin/luajit";
-	      ([$b, "ljs_$b", $S, { exec => $exec, args => ['--arg', "depth=$DEPTH", '--arg', "hz=$HZ"] },
-	        "lj-lua-stacks hz=$HZ for $exec"],
-	       ["${b}_lines", "ljs_${b}_lines", $S, { exec => $exec, args => ['--arg', 'lines=1'] },
-	        "lj-lua-stacks lines=1 for $exec"]) } qw(gc64 nogc64)),
-	# options: nojit on a JIT workload, nointerp on an interpreted one,
-	# fullpath and limit on the JIT workload's three hot stacks (lines=1)
-	['opt_nojit', 'ljs_opt_nojit', $S, { exec => $gc64, args => ['--arg', 'nojit=1'] }, 'lj-lua-stacks nojit=1'],
-	['opt_limit', 'ljs_opt_limit', $S, { exec => $gc64,
-		args => ['--arg', 'lines=1', '--arg', 'fullpath=1', '--arg', 'limit=2'] },
-	 'lj-lua-stacks lines=1 fullpath=1 limit=2'],
-	['opt_nointerp', 'ljs_opt_nointerp', $S, { exec => $gc64, args => ['--arg', 'nointerp=1'] },
-	 'lj-lua-stacks nointerp=1'],
+	      [$b, "ljs_$b", $S, { exec => $exec, args => ['--arg', "depth=$DEPTH", '--arg', "hz=$HZ"] },
+	        "lj-lua-stacks hz=$HZ for $exec"] } qw(gc64 nogc64)),
+	['gc64_def', 'ljs_gc64_def', $S, { exec => $gc64 }, "lj-lua-stacks for $gc64"],
 	['opt_hz', 'ljs_opt_hz', $S, { exec => $gc64, args => ['--arg', 'hz=250'] }, 'lj-lua-stacks hz=250'],
 	['states', 'ljvms', 'samples/lj-vm-states.sxx', { exec => $gc64, args => ['--arg', "time=$T"] }, 'lj-vm-states'],
 	['bt', 'ljbt', 'samples/lj-lua-bt.sxx', { exec => $gc64 }, 'lj-lua-bt'],
@@ -87,7 +83,7 @@ my $edge = "$ROOT/t/apps/edge.lua";
 # module starts on a loaded host
 my $secs = 3600;
 # CASE => [module key, target, samples, 'taken': samples taken, not
-# printed (nojit, nointerp drop them), the module's rate]
+# printed (nojit, nointerp drop them), the module's rate, its parameters]
 # The seed cases' loop counts keep a cycle of main() (foo, then bar) short
 # beside a session: one that starts and ends inside cycles is off by up
 # to 2/3 of a cycle's samples, so a session must span about 100 cycles
@@ -105,9 +101,13 @@ for my $b (qw(gc64 nogc64)) {
 	$case{"${b}_nojit"} = [$b, "$lj $run $secs nojit plain $N{nojit}", LjStacks::seed_samples($CLAIM{nojit}), undef, $HZ];
 	$case{"${b}_ffi"} = [$b, "$lj $run $secs jit ffi $N{ffi}", LjStacks::seed_samples($CLAIM{ffi}), undef, $HZ];
 	for my $mode (qw(jit nojit)) {
-		# (the lines=1 modules sample at the default rate: loops 4 times as long)
-		$case{"${b}_lines_$mode"} = ["${b}_lines", "$lj $run $secs $mode plain " . 4 * $N{$mode},
-			LjStacks::seed_samples($CLAIM{lines})];
+		# lines=1: GC64 at the default rate (loops 4 times as long), the
+		# other at $HZ
+		$case{"${b}_lines_$mode"} = $b eq 'gc64'
+			? ['gc64_def', "$lj $run $secs $mode plain " . 4 * $N{$mode}, LjStacks::seed_samples($CLAIM{lines}),
+			   undef, undef, 'stapxx_lines=1']
+			: [$b, "$lj $run $secs $mode plain $N{$mode}", LjStacks::seed_samples($CLAIM{lines}), undef, $HZ,
+			   'stapxx_lines=1'];
 		$case{"${b}_edge_$mode"} = [$b, "$lj $edge $secs $mode", $SAMPLES_OTHER, undef, $HZ];
 	}
 }
@@ -115,19 +115,23 @@ for my $b (qw(gc64 nogc64)) {
 $case{"${_}_exits"} = [$_, "$ROOT/build/luajit-$_/bin/luajit $ROOT/t/apps/exits.lua $secs", $SAMPLES_EXITS, undef, $HZ]
 	for qw(gc64 nogc64);
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-$case{opt_nojit} = ['opt_nojit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
+# options: nojit on a JIT workload, nointerp on an interpreted one,
+# fullpath and limit on the JIT workload's three hot stacks (lines=1)
+$case{opt_nojit} = ['gc64_def', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken', undef, 'stapxx_nojit=1'];
 # (limit=2 prints 2 stacks of the samples taken: counted as taken, in
 # one session, as the options that drop samples)
-$case{opt_limit} = ['opt_limit', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken'];
-$case{opt_nointerp} = ['opt_nointerp', "$lj $run $secs nojit plain 200000", $SAMPLES_OTHER, 'taken'];
+$case{opt_limit} = ['gc64_def', "$lj $run $secs jit plain 200000", $SAMPLES_OTHER, 'taken', undef,
+	'stapxx_lines=1 stapxx_fullpath=1 stapxx_limit=2'];
+$case{opt_nointerp} = ['gc64_def', "$lj $run $secs nojit plain 200000", $SAMPLES_OTHER, 'taken', undef,
+	'stapxx_nointerp=1'];
 $case{opt_hz} = ['opt_hz', "$lj $run $secs jit plain 200000", 750, undef, 250];
 for my $name (sort keys %case) {
-	my ($k, $target, $n, $taken, $hz) = @{ $case{$name} };
+	my ($k, $target, $n, $taken, $hz, $params) = @{ $case{$name} };
 	# a module that failed to build: its case is missing, which the
 	# assertions below fail on
 	next unless $ko{$k};
 	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => 'sleep 1', samples => $n,
-		taken => $taken, hz => $hz),
+		taken => $taken, hz => $hz, params => $params),
 		files => [$ko{$k}], timeout => 180);
 }
 for my $mode (qw(jit nojit)) {
@@ -191,8 +195,8 @@ if (my $p = parsed('opt_nointerp', 'nointerp=1')) {
 		$_[0] =~ /^C:lj_BC_/ && !($_[0] =~ /^C:lj_BC_FUNCCW?$/ && ($_[1] // '') =~ /^builtin:/) });
 }
 
-# hz: timer.profile (1000 samples/s on this kernel) by default (the
-# lines=1 modules), 250 with hz=250.  A timer fires at most HZ times a
+# hz: timer.profile (1000 samples/s on this kernel) by default (GC64's
+# lines=1 case), 250 with hz=250.  A timer fires at most HZ times a
 # second of wall time, so
 # neither count can exceed HZ times the seconds of the sessions (from
 # staprun's start to its end, more than they sampled) by more than 4
