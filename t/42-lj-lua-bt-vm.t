@@ -115,11 +115,20 @@ for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null')
 master=\$(cat logs/nginx.pid)
 for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge 1 ] && break; sleep 0.1; done
 worker=\$(pgrep -P \$master | head -1)
-wrk -t2 -c8 -d 12s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
+wrk -t2 -c8 -d 120s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
 wp=\$!
 sleep 1
-timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/ljbt_slots_ngx.ko
-rc=\$?
+# a backtrace at the first Lua sample; again (5 tries at most) until one
+# lands in the interpreter (see the assertions)
+for try in 1 2 3 4 5; do
+	echo "== try \$try"
+	timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/ljbt_slots_ngx.ko > bt.out 2>&1
+	rc=\$?
+	cat bt.out
+	[ \$rc -eq 0 ] || break
+	grep -q 'VM state interp:\$' bt.out && break
+done
+kill \$wp
 wait \$wp
 kill -QUIT \$master
 wait
@@ -225,13 +234,30 @@ if (my $case = $c->{dump}) {
 }
 
 # nginx: the request's handler in its coroutine, with the locals of heavy().
+# The backtrace is that of the first sample in Lua code: under TCG the
+# worker spends 10-15% of a request outside heavy() (ngx.say formats and
+# sends the sum: C:hack_digit <- C:ngx_http_lua_ngx_say <- main, VM state
+# c), so one try in eight or so lands there; the case tries again, five
+# times at most (all five miss with p < 1e-4).  Every try is a whole
+# backtrace down to main().
 if (my $case = $c->{nginx}) {
 	my $o = $case->{output};
 	is($case->{status}, 0, 'nginx: status 0') or diag($o);
-	like($o, qr/^Lua backtrace of process \d+ \(nginx\), VM state interp:$/m, 'nginx: header') or diag($o);
-	like($o, qr{^/\S+/test\.lua:\d+\n/\S+/test\.lua:heavy\n\tn = 300000\n\ts = \d+\n}m,
+	my @tries = grep { length } split /^== try \d+\n/m, $o;
+	ok(@tries >= 1 && @tries <= 5, 'nginx: 1 to 5 tries (' . scalar(@tries) . ')') or diag($o);
+	for my $k (0 .. $#tries) {
+		my $t = $tries[$k];
+		like($t, qr/^Lua backtrace of process \d+ \(nginx\), VM state \w+:$/m, "nginx try @{[$k + 1]}: header")
+			or diag($o);
+		like($t, qr{^/\S+/test\.lua:main\n}m, "nginx try @{[$k + 1]}: down to main()") or diag($o);
+		like($t, qr{VM state c:\nC:\S+\n}, "nginx try @{[$k + 1]}: in the C state, a C function on top") or diag($o)
+			if $t =~ /VM state c:$/m;
+	}
+	my $last = $tries[-1] // '';
+	like($last, qr/^Lua backtrace of process \d+ \(nginx\), VM state interp:$/m, 'nginx: a try in the interpreter')
+		or diag($o);
+	like($last, qr{^/\S+/test\.lua:\d+\n/\S+/test\.lua:heavy\n\tn = 300000\n\ts = \d+\n}m,
 		'nginx: heavy() with its locals n (HEAVY_N) and s') or diag($o);
-	like($o, qr{^/\S+/test\.lua:main\n}m, 'nginx: down to main()') or diag($o);
 }
 
 done_testing();
