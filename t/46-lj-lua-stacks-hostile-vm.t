@@ -114,6 +114,13 @@ for my $mode (qw(jit nojit)) {
 if (my $case = $c->{many}) {
 	my $o = $case->{output};
 	is $case->{status}, 0, 'many: staprun status 0' or diag $o;
+	# When SystemTap 4.8's transport drops a flush (docs/sample-bt.md), up
+	# to 8 bytes of it stay in the stream: once they began the statistics
+	# line ("\xb0\tWARNING: lj-lua-stacks: 1475 samples taken, ..."), and
+	# the count of samples with a Lua stack went unread.  Only then are
+	# they taken off the start of lj-lua-stacks' lines.
+	$o =~ s/^[^\n]{1,8}?(?=WARNING: lj-lua-stacks: )//mg
+		if $o =~ /^WARNING: There were \d+ transport failures/m;
 	my $p = LjStacks::parse($o);
 	my $st = $p->{stats} // {};
 	my ($lost) = $o =~ /^WARNING: lj-lua-stacks: (\d+) samples lost: more than 512 distinct stacks$/m;
