@@ -8,6 +8,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Golden;
+use VM ();
 use File::Copy ();
 use File::Path ();
 use Test::More;
@@ -66,7 +67,8 @@ my @K = ('-r', $krel);
 		File::Path::make_path("$dir/systemtap/cache/$sub");
 		File::Copy::copy($f, "$dir/systemtap/cache/$sub/$base") or die "copy $f: $!\n";
 	}
-	my @args = (@I, "$C/stap-ok.sxx", '--exec', $T, '-p4', '-v', @K);
+	# (the VM tests' build options: their configuration tests are the ones cached)
+	my @args = (@I, "$C/stap-ok.sxx", '--exec', $T, '-p4', '-v', @K, '--', VM::quick_build());
 	my ($rc, $o, $e) = stapxx(\%env, @args);
 	is($rc, 0, 'first -p4 build') or diag($e);
 	like($e, qr/^Pass 4: compiled C/m, 'first build compiles');
