@@ -506,6 +506,7 @@ sub nginx_down {
 # their sleep is busybox's.
 use constant UP_CS => <<'SH';
 up_cs() { read -r up_cs _ < /proc/uptime; up_cs=$((${up_cs%.*} * 100 + 1${up_cs#*.} - 100)); }
+busy_cs() { read -r _ u n s _ _ q sq _ < /proc/stat; busy_cs=$((u + n + s + q + sq)); }
 SH
 use constant CASE_PREAMBLE => UP_CS . <<'SH';
 sleep() { busybox sleep "$@"; }
@@ -532,12 +533,12 @@ sub run {
 		$job .= <<"SH";
 mkdir -p "\$VM_JOB/$n"
 echo "== case $n"
-up_cs; t0=\$up_cs
+up_cs; t0=\$up_cs; busy_cs; b0=\$busy_cs
 (cd "\$VM_JOB/$n" && CASE="\$VM_JOB/$n" exec timeout -k 5 $c->{timeout} sh "\$VM_JOB/case-$n.sh") > "\$VM_JOB/$n/output" 2>&1
 rc=\$?
 echo \$rc > "\$VM_JOB/$n/status"
 cat "\$VM_JOB/$n/output"
-up_cs; echo "== case $n: status \$rc (\$(((up_cs - t0) / 100)) s)"
+up_cs; busy_cs; echo "== case $n: status \$rc (\$(((up_cs - t0) / 100)) s, guest busy \$(((busy_cs - b0) / 100)) s)"
 SH
 	}
 	spit($script, UP_CS . "${job}exit 0\n");
@@ -576,7 +577,8 @@ SH
 	my $ticks = slurp("$vmdir/.vm/cpu_ticks");
 	$self->_times('vm', Time::HiRes::time() - $t0, scalar(@cases) . ' cases' .
 	              (defined $ticks && $ticks =~ /^(\d+)/ ? sprintf(', guest cpu %.1f s', $1 / 100) : ''));
-	$self->_times('case', $2, $1) while $stdout =~ /^== case (\S+): status \d+ \((\d+) s\)/mg;
+	# (guest busy: the guest's own CPU time over its vCPUs, /proc/stat)
+	$self->_times('case', $2, "$1 busy $3") while $stdout =~ /^== case (\S+): status \d+ \((\d+) s, guest busy (\d+) s\)/mg;
 	return \%r;
 }
 
