@@ -44,18 +44,19 @@ unlike $log, qr/patched SystemTap runtime/, '... and says nothing about a patche
 ($st, $log) = run_cmd($in_out, "$ROOT/stap++", '-v', '-p4', '-r', $krel, '-m', 'fixed', '-e', $script);
 is $st, 0, 'stap++ -p4 -r KREL builds the module' or diag $log;
 ok -f "$out/fixed.ko", 'fixed.ko exists';
-my ($dir) = $log =~ /patching a copy of SystemTap runtime '\Q$installed\E' into '([^']+)' \(fixes for kernel '\Q$krel\E': task_work_cancel_func, user_addr_max\)/;
+my ($dir) = $log =~ /patching a copy of SystemTap runtime '\Q$installed\E' into '([^']+)' \(fixes for kernel '\Q$krel\E': task_work_cancel_func, user_addr_max, mmap_read_lock\)/;
 ok $dir, 'stap++ -v says it patches the runtime, for which kernel and which fixes' or diag $log;
 $dir //= '';
 like $dir, qr{^\Q$cache\E/stap\+\+/runtime-[0-9a-f]{16}$}, 'the copy is in XDG_CACHE_HOME/stap++/runtime-<hash>';
 like $log, qr/ -R \Q$dir\E /, 'stap runs with -R on the copy';
 ok -f "$dir/.stap++-runtime-fix", 'the copy has its completion stamp';
 
-# the copy differs from the installed runtime in exactly the two fixed files
+# the copy differs from the installed runtime in exactly the three fixed files
 my @diff = sort grep { !/^Only in .*: \.stap\+\+-runtime-fix$/ } split /\n/, `diff -rq $installed $dir`;
 is_deeply \@diff, [ "Files $installed/linux/addr-map.c and $dir/linux/addr-map.c differ",
+					"Files $installed/linux/task_finder2.c and $dir/linux/task_finder2.c differ",
 					"Files $installed/stp_task_work.c and $dir/stp_task_work.c differ" ],
-	'only linux/addr-map.c and stp_task_work.c are changed';
+	'only linux/addr-map.c, linux/task_finder2.c and stp_task_work.c are changed';
 my $tw = slurp("$dir/stp_task_work.c") // '';
 like $tw, qr/typedef typeof\(&task_work_cancel_func\) task_work_cancel_fn;/, 'fix 1: the type of task_work_cancel_func';
 like $tw, qr/kallsyms_lookup_name\("task_work_cancel_func"\)/, 'fix 1: kallsyms looks up task_work_cancel_func';
@@ -63,6 +64,11 @@ unlike $tw, qr/"task_work_cancel"/, 'fix 1: no lookup of task_work_cancel left';
 like slurp("$dir/linux/addr-map.c") // '',
 	qr/#if !defined\(user_addr_max\)\n#include <asm\/processor.h>\n#define user_addr_max\(\) TASK_SIZE_MAX\n#endif\n\nstatic int\nlookup_bad_addr_user\(/,
 	'fix 2: user_addr_max() defined as TASK_SIZE_MAX before lookup_bad_addr_user';
+my $tf = slurp("$dir/linux/task_finder2.c") // '';
+like $tf, qr/\n\tif \(mmap_read_lock_killable\(mm\)\) \{\n\t\t_stp_kfree\(mmpath_buf\);\n\t\treturn;\n\t\}\n/,
+	'fix 3: the memory map of a process attached to is read under a lock it waits for';
+my @try = $tf =~ /mmap_read_trylock\(mm\)/g;
+is scalar(@try), 1, 'fix 3: ... and only that trylock is replaced (the mmap callback keeps its own)';
 
 # a second run reuses the copy
 ($st, $log) = run_cmd($in_out, "$ROOT/stap++", '-v', '-p4', '-r', $krel, '-m', 'again', '-e', $broken);

@@ -3,7 +3,9 @@
 # End to end in the VM (one boot): timer.profile reads of a debug LuaJIT's
 # user memory with zero faults (and the faults the runtime fix removes),
 # LuaJIT's vmstate through DWARF offsets on GC64 and non-GC64 builds, and
-# the debug nginx serving a content_by_lua_block request.
+# the debug nginx serving a content_by_lua_block request; and @var in
+# processes that already run when staprun attaches, each with a thread
+# that keeps their memory map locked for writing (runtime fix 3).
 use strict;
 use warnings;
 use FindBin;
@@ -41,6 +43,16 @@ if ($fixed_rt) {
 	ok $nofix2, 'prof module builds on the fix-1-only runtime';
 }
 
+# mmlock: a process that already runs, whose memory map another thread
+# keeps locked for writing (t/fixtures/vm/mmlock.c)
+my $mmlock = $vm->out . '/mmlock';
+{
+	my ($st, $log) = run_cmd({ merge => 1 }, 'cc', '-g', '-O1', '-pthread', '-o', $mmlock, "$ROOT/t/fixtures/vm/mmlock.c");
+	is $st, 0, 'mmlock compiles' or diag $log;
+}
+my $mmlock_ko = -x $mmlock && $vm->build('mmlock', 't/fixtures/vm/mmlock.sxx', exec => $mmlock);
+ok $mmlock_ko, 'mmlock module builds';
+
 my %vmstate;
 for my $b (qw(gc64 nogc64)) {
 	$vmstate{$b} = $vm->build("vmstate_$b", 't/fixtures/vm/vmstate.sxx',
@@ -77,6 +89,23 @@ grep -E '\\[(alert|emerg|crit|error)\\]' logs/error.log
 exit 0
 SH
 
+# Five attaches, each to an mmlock that already runs: without fix 3, 4 of
+# 5 such attaches left the process without a memory map (64 MB; half of
+# them over three sizes, docs/design.md), so all five pass by chance with
+# a probability of about 0.2^5 = 0.03%
+my $MMLOCK_RUNS = 5;
+$vm->case(mmlock => <<"SH", files => [$mmlock_ko], timeout => 150) if $mmlock_ko;
+for i in \$(seq 1 $MMLOCK_RUNS); do
+	$mmlock 64 > mm\$i.out &
+	p=\$!
+	for t in \$(seq 1 300); do grep -q ready mm\$i.out && break; sleep 0.1; done
+	echo "attach \$i: \$(timeout -s INT -k 5 60 staprun -x \$p "\$VM_JOB"/mmlock.ko 2>&1 | tr '\n' ' ')"
+	kill \$p
+	wait \$p 2>/dev/null
+done
+exit 0
+SH
+
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
@@ -96,6 +125,18 @@ if ($nofix2) {
 	my %v = $c->{prof_nofix2}{output} =~ /(\w+)=(\d+)/g;
 	ok(($v{faults} // 0) > 0 && ($v{stack_reads} // 1) == 0,
 	   'without runtime fix 2 the same reads all fault') or diag $c->{prof_nofix2}{output};
+}
+
+# mmlock: @var resolved in every sample of every attach
+if ($mmlock_ko) {
+	my $o = $c->{mmlock}{output};
+	my @runs = $o =~ /^attach \d+: (.*)$/mg;
+	is scalar(@runs), $MMLOCK_RUNS, "mmlock: $MMLOCK_RUNS attaches" or diag $o;
+	for my $i (0 .. $#runs) {
+		my %v = $runs[$i] =~ /(\w+)=(\d+)/g;
+		ok(($v{samples} // 0) == 100 && ($v{right} // 0) == 100,
+		   "mmlock attach " . ($i + 1) . ": \@var found and read in all 100 samples ($runs[$i])");
+	}
 }
 
 # vmstate via @offsetof/@sizeof/@has_member/@enum on both builds

@@ -19,6 +19,17 @@
  *    perf probes faults.  The fix defines user_addr_max() as TASK_SIZE_MAX
  *    just before that function, so the range check it guards comes back.
  *
+ *  fix 3 (mmap_read_lock): needed when runtime/linux/task_finder2.c reads
+ *    the memory map of a process it attaches to with mmap_read_trylock()
+ *    and the kernel has mmap_read_lock_killable().  SystemTap reads the map
+ *    of a process that already runs once, when it attaches, in the
+ *    process's own context (its task work, where it may sleep); when the
+ *    trylock failed there (another thread, or khugepaged, held the lock for
+ *    writing) the process had no memory map for the whole session: every
+ *    @var in it was 0 and its symbols unknown, and nothing said so.  In the
+ *    VM, half the attaches to a process with a thread calling mprotect() in
+ *    a loop failed so (docs/design.md).  The fix waits for the lock.
+ *
  * The patched copy lives in CACHE/stap++/runtime-<hash>, where <hash> covers
  * every installed runtime file's path and contents plus the set of fixes, so
  * a changed runtime (or another kernel needing other fixes) gets a new copy.
@@ -46,8 +57,11 @@
 
 #define FIX_TASK_WORK_CANCEL 1u
 #define FIX_USER_ADDR_MAX    2u
+#define FIX_MMAP_READ_LOCK   4u
+/* Their names, by bit. */
+static const char *const fix_name[] = { "task_work_cancel_func", "user_addr_max", "mmap_read_lock" };
 /* Bump when the edits below change, so old cached copies are not reused. */
-#define FIXES_VERSION "stap++ runtime fixes 1"
+#define FIXES_VERSION "stap++ runtime fixes 2"
 #define STAMP_NAME ".stap++-runtime-fix"
 
 /* One textual edit: replace ANCHOR in FILE (relative to the runtime dir) by
@@ -86,6 +100,13 @@ static const struct edit edits[] = {
 	  "#endif\n"
 	  "\n"
 	  "static int\nlookup_bad_addr_user(", 0 },
+	{ FIX_MMAP_READ_LOCK, "linux/task_finder2.c",
+	  "\tif (! mmap_read_trylock(mm)) {\n\t\t_stp_kfree(mmpath_buf);\n",
+	  "\t/* stap++ runtime fix 3: this runs in the task's own context, where\n"
+	  "\t * it may sleep (__stp_tf_quiesce_worker).  A failed trylock left the\n"
+	  "\t * process without a memory map for the whole session (@var 0, no\n"
+	  "\t * symbols), silently: wait for the lock instead. */\n"
+	  "\tif (mmap_read_lock_killable(mm)) {\n\t\t_stp_kfree(mmpath_buf);\n", 0 },
 };
 
 static int file_contains(const char *path, const char *needle)
@@ -198,6 +219,7 @@ static unsigned needed_fixes(const char *rt, char **hdrs, int nhdrs)
 	static const char *const uaccess_h[] = {
 		"arch/x86/include/asm/uaccess.h", "arch/x86/include/asm/uaccess_64.h",
 		"include/linux/uaccess.h", "include/asm-generic/uaccess.h", NULL };
+	static const char *const mmap_lock_h[] = { "include/linux/mmap_lock.h", NULL };
 	unsigned fixes = 0;
 	char *p;
 
@@ -212,6 +234,12 @@ static unsigned needed_fixes(const char *rt, char **hdrs, int nhdrs)
 	    !file_contains(p, "define user_addr_max") &&
 	    !headers_contain(hdrs, nhdrs, uaccess_h, "define user_addr_max"))
 		fixes |= FIX_USER_ADDR_MAX;
+	free(p);
+
+	p = xasprintf("%s/linux/task_finder2.c", rt);
+	if (file_contains(p, "if (! mmap_read_trylock(mm)) {\n\t\t_stp_kfree(mmpath_buf);") &&
+	    headers_contain(hdrs, nhdrs, mmap_lock_h, "mmap_read_lock_killable"))
+		fixes |= FIX_MMAP_READ_LOCK;
 	free(p);
 	return fixes;
 }
@@ -352,7 +380,7 @@ static int apply_edits(const char *dir, unsigned fixes)
 			count++;
 		if (count == 0 || (count > 1 && !e->all)) {
 			error("cannot apply SystemTap runtime fix %u: '%s' has %s of \"%.40s\"",
-			      e->fix == FIX_TASK_WORK_CANCEL ? 1 : 2, e->file,
+			      (unsigned)__builtin_ctz(e->fix) + 1, e->file,
 			      count ? "several copies" : "no copy", e->anchor);
 			hint("the installed runtime differs from the SystemTap 4.8 runtime these fixes are for");
 			free(text);
@@ -439,16 +467,14 @@ static char *cache_root(void)
 	return root;
 }
 
-static const char *fix_names(unsigned fixes)
+/* The names of FIXES, comma-separated (the caller frees it). */
+static char *fix_names(unsigned fixes)
 {
-	switch (fixes) {
-	case FIX_TASK_WORK_CANCEL:
-		return "task_work_cancel_func";
-	case FIX_USER_ADDR_MAX:
-		return "user_addr_max";
-	default:
-		return "task_work_cancel_func, user_addr_max";
-	}
+	struct buf b = {0};
+	for (unsigned i = 0; i < sizeof fix_name / sizeof fix_name[0]; i++)
+		if (fixes & (1u << i))
+			buf_addf(&b, "%s%s", b.len ? ", " : "", fix_name[i]);
+	return buf_steal(&b);
 }
 
 int runtime_fix(const char *krelease, char **dir_out)
@@ -500,6 +526,7 @@ int runtime_fix(const char *krelease, char **dir_out)
 	}
 	char *dir = xasprintf("%s/runtime-%016llx", root, (unsigned long long)h);
 	char *stamp = xasprintf("%s/" STAMP_NAME, dir);
+	char *names = fix_names(fixes);
 	int rc = 0;
 	if (access(stamp, F_OK) == 0 && !trusted_path(dir)) {
 		rc = error("the patched SystemTap runtime '%s' can be changed by "
@@ -510,12 +537,12 @@ int runtime_fix(const char *krelease, char **dir_out)
 	}
 	if (access(stamp, F_OK) == 0) {
 		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
-		     dir, krelease, fix_names(fixes));
+		     dir, krelease, names);
 		goto done;
 	}
 
 	info(1, "patching a copy of SystemTap runtime '%s' into '%s' (fixes for kernel '%s': %s)",
-	     rt, dir, krelease, fix_names(fixes));
+	     rt, dir, krelease, names);
 	if (mkdir_p(root) < 0) {
 		rc = -1;
 		goto done;
@@ -535,7 +562,7 @@ int runtime_fix(const char *krelease, char **dir_out)
 	uint64_t h2 = 0;
 	char *tstamp = xasprintf("%s/" STAMP_NAME, tmp);
 	char *note = xasprintf("SystemTap runtime %s patched by stap++ for kernel %s: %s\n",
-			       rt, krelease, fix_names(fixes));
+			       rt, krelease, names);
 	rc = walk(rt, tmp, "", &h2);
 	if (rc == 0)
 		rc = apply_edits(tmp, fixes);
@@ -561,6 +588,7 @@ done:
 	}
 	free(dir);
 	free(stamp);
+	free(names);
 	free(root);
 	free(rt);
 	return rc;

@@ -9,6 +9,10 @@
  *  2. runtime/linux/addr-map.c rejects every user read outside task context
  *     (timer.profile, perf) when user_addr_max() is undefined, which 6.x
  *     headers no longer define.
+ * and one loses data on any kernel with mmap_read_lock_killable():
+ *  3. runtime/linux/task_finder2.c reads the memory map of a process it
+ *     attaches to with a trylock, and a failed one leaves the process
+ *     without a map (no @var, no symbols) for the whole session.
  */
 #ifndef STAPXX_RUNTIME_H
 #define STAPXX_RUNTIME_H
