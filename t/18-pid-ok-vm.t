@@ -26,11 +26,12 @@ my $T = $f->{target};
 my $S = "$ROOT/t/golden/cases/pidok.sxx";
 my $vm = VM->new;
 
-my $exec_ko = $vm->build('pidok_exec', $S, exec => $T);
-ok($exec_ko, 'build --exec T -p4 (no PID)') or diag($vm->build_log);
-# (secs=600: the master case ends the module itself, with SIGINT)
-my $master_ko = $vm->build('pidok_master', $S, exec => $T, args => ['--master', '-', '--arg', 'secs=600']);
-ok($master_ko, 'build --exec T --master - -p4 (no PID)') or diag($vm->build_log);
+# (secs=600: the master case ends the module itself, with SIGINT; the two
+# build side by side, a failure's log in the diagnostics)
+my ($exec_ko, $master_ko) = $vm->builds(['pidok_exec', $S, exec => $T],
+	['pidok_master', $S, exec => $T, args => ['--master', '-', '--arg', 'secs=600']]);
+ok($exec_ko, 'build --exec T -p4 (no PID)');
+ok($master_ko, 'build --exec T --master - -p4 (no PID)');
 BAIL_OUT('module builds failed') unless $exec_ko && $master_ko;
 
 # Shell for one case: start the target and a busy "noise" process, wait for

@@ -16,11 +16,8 @@ use Test::More;
 
 my $vm = VM->new;
 
-# --- modules (built on the host) ---
-my $prof = $vm->build('prof', 't/fixtures/vm/prof.sxx', exec => 'build/luajit-gc64/bin/luajit');
-ok $prof, 'prof module builds';
-
-# the same module on a runtime with only fix 1: shows what fix 2 is for
+# --- modules (built on the host, two at a time) ---
+# prof on a runtime with only fix 1 too: shows what fix 2 is for
 my $fixed_rt;
 {
 	# (a script stap rejects in pass 1: only the runtime decision is wanted)
@@ -29,18 +26,15 @@ my $fixed_rt;
 	($fixed_rt) = $log =~ /patched SystemTap runtime '([^']+)'/;
 	ok $fixed_rt && -d $fixed_rt, 'stap++ -v names the patched runtime' or diag $log;
 }
-my $nofix2;
+my $fix1_rt;
 if ($fixed_rt) {
-	my $rt = $vm->out . '/runtime-fix1-only';
-	system('cp', '-a', $fixed_rt, $rt) == 0 or die "cp: $?";
-	my $f = "$rt/linux/addr-map.c";
+	$fix1_rt = $vm->out . '/runtime-fix1-only';
+	system('cp', '-a', $fixed_rt, $fix1_rt) == 0 or die "cp: $?";
+	my $f = "$fix1_rt/linux/addr-map.c";
 	my $text = slurp($f) // die "$f: $!";
 	my $n = $text =~ s{/\* stap\+\+ runtime fix 2:.*?#endif\n}{}s;
 	is $n, 1, 'fix 2 removed from a copy of the patched runtime';
 	spit($f, $text);
-	$nofix2 = $vm->build('prof_nofix2', 't/fixtures/vm/prof.sxx',
-	                     exec => 'build/luajit-gc64/bin/luajit', args => ['-R', $rt]);
-	ok $nofix2, 'prof module builds on the fix-1-only runtime';
 }
 
 # mmlock: a process that already runs, whose memory map another thread
@@ -50,15 +44,22 @@ my $mmlock = $vm->out . '/mmlock';
 	my ($st, $log) = run_cmd({ merge => 1 }, 'cc', '-g', '-O1', '-pthread', '-o', $mmlock, "$ROOT/t/fixtures/vm/mmlock.c");
 	is $st, 0, 'mmlock compiles' or diag $log;
 }
-my $mmlock_ko = -x $mmlock && $vm->build('mmlock', 't/fixtures/vm/mmlock.sxx', exec => $mmlock);
-ok $mmlock_ko, 'mmlock module builds';
 
-my %vmstate;
-for my $b (qw(gc64 nogc64)) {
-	$vmstate{$b} = $vm->build("vmstate_$b", 't/fixtures/vm/vmstate.sxx',
-	                          exec => "build/luajit-$b/bin/luajit");
-	ok $vmstate{$b}, "vmstate module builds for build/luajit-$b";
-}
+my %ko;
+my @specs = (
+	[prof => 'prof', 't/fixtures/vm/prof.sxx', exec => 'build/luajit-gc64/bin/luajit'],
+	(map { ["vmstate_$_" => "vmstate_$_", 't/fixtures/vm/vmstate.sxx', exec => "build/luajit-$_/bin/luajit"] }
+	     qw(gc64 nogc64)),
+	($fix1_rt ? [nofix2 => 'prof_nofix2', 't/fixtures/vm/prof.sxx', exec => 'build/luajit-gc64/bin/luajit',
+	             args => ['-R', $fix1_rt]] : ()),
+	(-x $mmlock ? [mmlock => 'mmlock', 't/fixtures/vm/mmlock.sxx', exec => $mmlock] : ()));
+@ko{ map { $_->[0] } @specs } = $vm->builds(map { [@$_[1 .. $#$_]] } @specs);
+my ($prof, $nofix2, $mmlock_ko) = @ko{qw(prof nofix2 mmlock)};
+my %vmstate = map { $_ => $ko{"vmstate_$_"} } qw(gc64 nogc64);
+ok $prof, 'prof module builds';
+ok $nofix2, 'prof module builds on the fix-1-only runtime';
+ok $mmlock_ko, 'mmlock module builds';
+ok $vmstate{$_}, "vmstate module builds for build/luajit-$_" for qw(gc64 nogc64);
 
 # --- cases (one boot) ---
 my $busy = "$ROOT/t/fixtures/vm/busy.lua";

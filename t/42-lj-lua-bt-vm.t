@@ -62,22 +62,11 @@ my %L = (loop => line_of(qr/for i = 1, n do/), spin_call => line_of(qr/spin\("sp
          outer_call => line_of(qr/^outer\("worker"\)/), spin_def => line_of(qr/^local function spin/),
          cc_def => line_of(qr/^local function call_clock/), outer_def => line_of(qr/^local function outer/));
 
-# --- modules (built on the host) ---
-my %ko;
-for my $b (qw(gc64 nogc64)) {
-	$ko{$b} = $vm->build("ljbt_slots_$b", 'samples/lj-lua-bt.sxx', exec => "build/luajit-$b/bin/luajit",
-		args => ['--arg', 'slots=1']);
-	ok($ko{$b}, "lj-lua-bt slots=1 builds for build/luajit-$b") or diag($vm->build_log);
-}
-$ko{short} = $vm->build('ljbt_short', 'samples/lj-lua-bt.sxx', exec => 'build/luajit-gc64/bin/luajit',
-	args => ['--arg', 'lines=0', '--arg', 'fullpath=0', '--arg', 'depth=2', '--arg', 'time=3']);
-ok($ko{short}, 'lj-lua-bt lines=0 fullpath=0 depth=2 time=3 builds') or diag($vm->build_log);
-$ko{nginx} = $vm->build('ljbt_slots_ngx', 'samples/lj-lua-bt.sxx', exec => 'build/nginx/sbin/nginx',
-	args => ['--arg', 'slots=1']);
-ok($ko{nginx}, 'lj-lua-bt slots=1 builds for nginx') or diag($vm->build_log);
-# A user's script: at each os.clock() call, the Lua stack as the VM saved it
-# (L->base is exact while a C function runs), with lines, paths and slots.
-$ko{dump} = $vm->build('ljdump', undef, exec => 'build/luajit-gc64/bin/luajit', source => <<'SXX');
+# --- modules (built on the host, two at a time) ---
+# A user's script (ljdump): at each os.clock() call, the Lua stack as the VM
+# saved it (L->base is exact while a C function runs), with lines, paths and
+# slots.
+my $DUMP = <<'SXX';
 @use luajit
 
 probe @pfunc(lj_cf_os_clock)
@@ -90,7 +79,18 @@ probe @pfunc(lj_cf_os_clock)
 	}
 }
 SXX
-ok($ko{dump}, 'a script calling luajit_debug_dumpstack at a uprobe builds') or diag($vm->build_log);
+my %ko;
+@ko{qw(gc64 nogc64 short nginx dump)} = $vm->builds(
+	(map { ["ljbt_slots_$_", 'samples/lj-lua-bt.sxx', exec => "build/luajit-$_/bin/luajit", args => ['--arg', 'slots=1']] }
+	     qw(gc64 nogc64)),
+	['ljbt_short', 'samples/lj-lua-bt.sxx', exec => 'build/luajit-gc64/bin/luajit',
+	 args => ['--arg', 'lines=0', '--arg', 'fullpath=0', '--arg', 'depth=2', '--arg', 'time=3']],
+	['ljbt_slots_ngx', 'samples/lj-lua-bt.sxx', exec => 'build/nginx/sbin/nginx', args => ['--arg', 'slots=1']],
+	['ljdump', undef, exec => 'build/luajit-gc64/bin/luajit', source => $DUMP]);
+ok($ko{$_}, "lj-lua-bt slots=1 builds for build/luajit-$_") for qw(gc64 nogc64);
+ok($ko{short}, 'lj-lua-bt lines=0 fullpath=0 depth=2 time=3 builds');
+ok($ko{nginx}, 'lj-lua-bt slots=1 builds for nginx');
+ok($ko{dump}, 'a script calling luajit_debug_dumpstack at a uprobe builds');
 
 # --- cases (one boot) ---
 for my $b (qw(gc64 nogc64)) {

@@ -27,29 +27,22 @@ my $N = 150;    # samples each case takes: 1.5 s of the worker's CPU time at 100
 my $T = 40;     # ... unless this many seconds end the session first
 
 
-# Build NAME.ko from samples/sample-bt.sxx against the tree, with the
-# kernel's symbols and unwind data (-d kernel).
-sub build {
-	my ($name, @args) = @_;
-	# Under qemu TCG a sample (user and kernel unwinding) costs several times
-	# what it does on hardware: at 1000 Hz SystemTap's overload guard (probes
-	# over 50% of a CPU) stopped one run, so the test samples at 100 Hz
-	# (docs/sample-bt.md).
-	my @argv = ("$R/stap++", '-p4', '-r', $tree, '-d', 'kernel', '-m', $name, VM::no_guard(),
-				'--exec', $nginx, '--arg', "time=$T", '--arg', "samples=$N", '--arg', 'hz=100', @args,
-				"$R/samples/sample-bt.sxx");
-	unlink "$out/$name.ko";
-	my ($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @argv);
-	ok $st == 0 && -f "$out/$name.ko", "sample-bt builds against the tree (@args)"
-		or diag "\$ @argv\n$log";
-	return -f "$out/$name.ko" ? "$out/$name.ko" : undef;
-}
-
-# the kernel=0 and user=0 cases also print only the 5 most frequent stacks; both
-# prints 50 (1,000, and once 230 on a loaded machine, made SystemTap's transport
-# lose output: docs/sample-bt.md)
-my %ko = (both => build('sbt', '--arg', 'limit=50'), user => build('sbt_user', '--arg', 'kernel=0', '--arg', 'limit=5'),
-		  kernel => build('sbt_kernel', '--arg', 'user=0', '--arg', 'limit=5'));
+# The modules: samples/sample-bt.sxx against the tree, with the kernel's
+# symbols and unwind data (-d kernel), two at a time.  Under qemu TCG a
+# sample (user and kernel unwinding) costs several times what it does on
+# hardware: at 1000 Hz SystemTap's overload guard (probes over 50% of a
+# CPU) stopped one run, so the test samples at 100 Hz (docs/sample-bt.md).
+# The kernel=0 and user=0 cases also print only the 5 most frequent stacks;
+# both prints 50 (1,000, and once 230 on a loaded machine, made SystemTap's
+# transport lose output: docs/sample-bt.md).
+my %args = (both => ['--arg', 'limit=50'], user => ['--arg', 'kernel=0', '--arg', 'limit=5'],
+            kernel => ['--arg', 'user=0', '--arg', 'limit=5']);
+my %name = (both => 'sbt', user => 'sbt_user', kernel => 'sbt_kernel');
+my @kinds = qw(both user kernel);
+my %ko;
+@ko{@kinds} = $vm->builds(map { [$name{$_}, 'samples/sample-bt.sxx', exec => $nginx,
+	args => ['-d', 'kernel', '--arg', "time=$T", '--arg', "samples=$N", '--arg', 'hz=100', @{ $args{$_} }]] } @kinds);
+ok $ko{$_}, "sample-bt builds against the tree (@{ $args{$_} })" for @kinds;
 
 # nginx (one worker) under wrk; MODULE on the worker, stdout in bt.out.  wrk
 # runs until staprun has ended: loading the module can take seconds under
