@@ -2,7 +2,7 @@
 --   luajit wait-run.lua ROUNDS jit|nojit FUNC [DIR [GO [U]]]
 -- runs FUNC (offcpu, fio, fio_mixed, long_wait) of wait.lua ROUNDS times,
 -- then prints "rounds N" and the app's own accounting (wait.lua's
--- "acct NAME US CALLS BYTES" lines) and exits.  DIR: where fio's data1
+-- "acct NAME US CALLS BYTES LONG" lines) and exits.  DIR: where fio's data1
 -- and data2 are (default "."); its size of data1 is write1()'s too.  GO
 -- ("-": none): a file the test makes once the sample has started; the
 -- app prints "ready" and polls for it without a pause (a wait, even one

@@ -23,10 +23,11 @@ local function c()
 end
 
 -- The app's own accounting (the truth the tests hold the samples
--- against): _M.acct[NAME] = { us, calls, bytes } of each timed function,
--- from a monotonic clock read around its call; _M.report() prints it as
--- lines "acct NAME US CALLS BYTES", _M.reset() clears it.  Timing adds no
--- wait and no file I/O.
+-- against): _M.acct[NAME] = { us, calls, bytes, long } of each timed
+-- function, from a monotonic clock read around its call (long: the calls
+-- that took LONG_US or more); _M.report() prints it as lines "acct NAME
+-- US CALLS BYTES LONG", _M.reset() clears it.  Timing adds no wait and no
+-- file I/O.
 ffi.cdef [[
 struct wait_ts { long sec, nsec; };
 int clock_gettime(int clk, struct wait_ts *ts);
@@ -37,16 +38,18 @@ local function now_us()
     return tonumber(ts.sec) * 1000000 + tonumber(ts.nsec) / 1000
 end
 _M.acct = {}
+_M.LONG_US = 100000
 -- adds a call of NAME that took US microseconds and moved BYTES
 local function account_us(name, us, bytes)
     local e = _M.acct[name]
     if not e then
-        e = { 0, 0, 0 }
+        e = { 0, 0, 0, 0 }
         _M.acct[name] = e
     end
     e[1] = e[1] + us
     e[2] = e[2] + 1
     e[3] = e[3] + (bytes or 0)
+    if us >= _M.LONG_US then e[4] = e[4] + 1 end
 end
 -- adds a call of NAME that started at T0 (now_us()) and moved BYTES
 local function account(name, t0, bytes)
@@ -64,7 +67,7 @@ function _M.report()
     local out = {}
     for _, k in ipairs(names) do
         local e = _M.acct[k]
-        out[#out + 1] = string.format("acct %s %d %d %d\n", k, e[1], e[2], e[3])
+        out[#out + 1] = string.format("acct %s %d %d %d %d\n", k, e[1], e[2], e[3], e[4])
     end
     return table.concat(out)
 end

@@ -75,7 +75,8 @@ placed in PID>.
 =item C<acct(TEXT)>
 
 The app's own accounting among a case's notes (lines C<# app: acct NAME
-US CALLS BYTES> of t/apps/wait.lua): { NAME => { us, calls, bytes } }.
+US CALLS BYTES LONG> of t/apps/wait.lua): { NAME => { us, calls, bytes,
+long } } (long: the calls that took 100 ms or more).
 
 =item C<calls_with_bytes(P, ACCT)>
 
@@ -285,8 +286,8 @@ SH
 sub acct {
 	my ($text) = @_;
 	my %a;
-	while ($text =~ /^# app: acct (\S+) (\d+) (\d+) (\d+)$/mg) {
-		$a{$1} = { us => $2, calls => $3, bytes => $4 };
+	while ($text =~ /^# app: acct (\S+) (\d+) (\d+) (\d+) (\d+)$/mg) {
+		$a{$1} = { us => $2, calls => $3, bytes => $4, long => $5 };
 	}
 	return \%a;
 }
