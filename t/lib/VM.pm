@@ -212,6 +212,7 @@ use strict;
 use warnings;
 use File::Basename qw(basename);
 use File::Path qw(remove_tree);
+use Fcntl ();
 use POSIX ();
 use Time::HiRes ();
 use Test::More ();
@@ -311,16 +312,34 @@ sub _build_argv {
 	return \@argv;
 }
 
+# The first build of a run computes SystemTap's configuration tests
+# (stapconf: about 33 s of CPU time) and caches them; builds that start
+# before it ends compute them too (make test starts four at once, and CI
+# always starts with an empty cache).  So the first build anywhere in the
+# run (t/out/.stapconf-warm not there yet) runs alone, under a lock the
+# others wait on.
+sub _warm_first {
+	my ($self) = @_;
+	my $warm = "$ROOT/t/out/.stapconf-warm";
+	return 0 if -e $warm;
+	open(my $lk, '>>', "$warm.lock") or return 0;
+	flock($lk, Fcntl::LOCK_EX) or return 0;
+	return 0 if -e $warm;	# another test warmed it meanwhile: let go
+	$self->{warm_lock} = $lk;
+	return 1;
+}
+
 sub builds {
 	my ($self, @specs) = @_;
 	my $tree = $self->ktree or return map { undef } @specs;
 	my @argv = map { $self->_build_argv($tree, @$_) } @specs;
 	my $jobs = $ENV{STAPXX_BUILD_JOBS} || 2;
 	my $t0 = Time::HiRes::time();
+	my $warming = $self->_warm_first;
 	my (%running, @rc);
 	my $next = 0;
 	while ($next < @specs || %running) {
-		while ($next < @specs && keys(%running) < $jobs) {
+		while ($next < @specs && keys(%running) < ($warming ? 1 : $jobs)) {
 			my $k = $next++;
 			unlink "$self->{out}/$specs[$k][0].ko";
 			my $pid = fork() // die "fork: $!";
@@ -334,6 +353,11 @@ sub builds {
 		my $pid = waitpid(-1, 0);
 		last if $pid < 0;
 		delete $running{$pid};
+		if ($warming) {	# the first build is done: the cache holds the tests
+			spit("$ROOT/t/out/.stapconf-warm", '');
+			close(delete $self->{warm_lock});
+			$warming = 0;
+		}
 	}
 	$self->_times('build', Time::HiRes::time() - $t0, join(',', map { $_->[0] } @specs));
 	my @ko;
