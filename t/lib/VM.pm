@@ -312,21 +312,30 @@ sub _build_argv {
 	return \@argv;
 }
 
-# The first build of a run computes SystemTap's configuration tests
-# (stapconf: about 33 s of CPU time) and caches them; builds that start
-# before it ends compute them too (make test starts four at once, and CI
-# always starts with an empty cache).  So the first build anywhere in the
-# run (t/out/.stapconf-warm not there yet) runs alone, under a lock the
-# others wait on.
-sub _warm_first {
-	my ($self) = @_;
+# SystemTap's configuration tests (stapconf: about 33 s of CPU time) are
+# computed by the first build with a given runtime and options, and
+# cached; builds that start before that one ends compute them too (make
+# test starts four at once, and CI always starts with an empty cache).
+# warm_stapconf(TREE) makes sure they are cached for the test modules'
+# options, once a run (t/out/.stapconf-warm): the first caller builds a
+# module of one line under a lock the others wait on.  t/15 calls it too,
+# to copy the result into its own cache.
+sub warm_stapconf {
+	my ($tree) = @_;
 	my $warm = "$ROOT/t/out/.stapconf-warm";
-	return 0 if -e $warm;
-	open(my $lk, '>>', "$warm.lock") or return 0;
-	flock($lk, Fcntl::LOCK_EX) or return 0;
-	return 0 if -e $warm;	# another test warmed it meanwhile: let go
-	$self->{warm_lock} = $lk;
-	return 1;
+	return if -e $warm;
+	File::Path::make_path("$warm.d");
+	open(my $lk, '>>', "$warm.lock") or return;
+	flock($lk, Fcntl::LOCK_EX) or return;
+	unless (-e $warm) {
+		my ($rc, $log) = run_cmd({ cwd => "$warm.d", merge => 1 }, "$ROOT/stap++", '-p4', '-r', $tree,
+		                         '-m', 'stapxx_warm', no_guard(), '-e', 'probe begin { exit() }',
+		                         '--', quick_build());
+		Test::More::diag("warming SystemTap's cache failed (status $rc):\n$log") if $rc;
+		spit($warm, '');
+	}
+	close $lk;
+	return;
 }
 
 sub builds {
@@ -335,11 +344,11 @@ sub builds {
 	my @argv = map { $self->_build_argv($tree, @$_) } @specs;
 	my $jobs = $ENV{STAPXX_BUILD_JOBS} || 2;
 	my $t0 = Time::HiRes::time();
-	my $warming = $self->_warm_first;
+	warm_stapconf($tree);
 	my (%running, @rc);
 	my $next = 0;
 	while ($next < @specs || %running) {
-		while ($next < @specs && keys(%running) < ($warming ? 1 : $jobs)) {
+		while ($next < @specs && keys(%running) < $jobs) {
 			my $k = $next++;
 			unlink "$self->{out}/$specs[$k][0].ko";
 			my $pid = fork() // die "fork: $!";
@@ -353,11 +362,6 @@ sub builds {
 		my $pid = waitpid(-1, 0);
 		last if $pid < 0;
 		delete $running{$pid};
-		if ($warming) {	# the first build is done: the cache holds the tests
-			spit("$ROOT/t/out/.stapconf-warm", '');
-			close(delete $self->{warm_lock});
-			$warming = 0;
-		}
 	}
 	$self->_times('build', Time::HiRes::time() - $t0, join(',', map { $_->[0] } @specs));
 	my @ko;
