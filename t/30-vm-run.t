@@ -16,6 +16,7 @@ use VM;
 use Test::More;
 use File::Temp qw(tempdir);
 use File::Path qw(make_path remove_tree);
+use Fcntl qw(:flock);
 
 # the one-shot VM first: each job its own boot
 my $server_env = delete $ENV{STAPXX_VM_SERVER};
@@ -164,6 +165,13 @@ spit("$out/keep3.sh", <<'SH');
 echo "boot=$(cat /proc/sys/kernel/random/boot_id)"
 echo '<3>stappp test: an error in the kernel log' > /dev/kmsg
 SH
+# The four jobs run back to back: other tests' VM jobs (make test runs
+# this file beside the VM chains) wait on build/vm.lock, which this test
+# holds, while its jobs take a lock of their own; a job of theirs in
+# between could end the kept VM (a failed one does) or boot another.
+open(my $vm_lock, '>', "$ROOT/build/vm.lock") or BAIL_OUT("cannot open $ROOT/build/vm.lock: $!");
+flock($vm_lock, LOCK_EX) or BAIL_OUT("cannot lock $ROOT/build/vm.lock: $!");
+local $ENV{STAPXX_VM_LOCK} = "$out/keep.lock";
 my %k;
 for my $n (1 .. 4) {
 	my $script = $n == 4 ? 'keep2.sh' : "keep$n.sh";
@@ -184,6 +192,7 @@ ok $k{4}{boot} && $k{4}{boot} ne $k{3}{boot}, 'kept VM: after a failed job, the 
 ($st, $log) = run_cmd($in_out, $run, '--stop-server');
 is $st, 0, '--stop-server: status 0' or diag $log;
 ok !-e "$ROOT/build/vm/server/qemu.pid", '--stop-server: the kept VM is gone';
+close $vm_lock;
 if (defined $server_env) { $ENV{STAPXX_VM_SERVER} = $server_env } else { delete $ENV{STAPXX_VM_SERVER} }
 
 done_testing;
