@@ -18,7 +18,7 @@ use LjWait;
 my $R = $ROOT;
 my $vm = VM->new;
 my $out = $vm->out;
-my $tree = $vm->ktree or do { done_testing(); exit };
+$vm->ktree or do { done_testing(); exit };
 my $nginx = "$R/build/nginx/sbin/nginx";
 
 
@@ -66,17 +66,12 @@ http {
 CONF
 close $fh;
 
-my @argv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime', VM::no_guard(), '--exec', $nginx,
-			"$R/samples/ngx-lua-exec-time.sxx");
-my ($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @argv);
-my $ko = "$out/exectime.ko";
-ok $st == 0 && -f $ko, 'ngx-lua-exec-time builds against the tree' or diag "\$ @argv\n$log";
-# master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
-my @margv = ("$R/stap++", '-p4', '-r', $tree, '-m', 'exectime_m', VM::no_guard(), '--exec', $nginx, '--master', '-',
-			 "$R/samples/ngx-lua-exec-time.sxx");
-($st, $log) = run_cmd({ cwd => $out, merge => 1 }, @margv);
-my $kom = "$out/exectime_m.ko";
-ok $st == 0 && -f $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag "\$ @margv\n$log";
+# both modules at once, as the other VM tests build theirs (VM::builds)
+my ($ko, $kom) = $vm->builds(['exectime', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx],
+	# master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
+	['exectime_m', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx, args => ['--master', '-']]);
+ok $ko, 'ngx-lua-exec-time builds against the tree' or diag $vm->build_log;
+ok $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag $vm->build_log;
 
 # nginx with WORKERS workers; the module on them while curl makes REQS
 # (a list of "COUNT PATH"), then Ctrl-C.  The requests start once the
@@ -103,13 +98,13 @@ SH
 		. VM::nginx_down() . "cat stap.err stap.out\nexit \$rc\n";
 }
 
-if (-f $ko) {
+if ($ko) {
 	my $x = '-x $worker "$VM_JOB"/exectime.ko';
 	$vm->case(spin => ngx_case(1, $x, '20 /spin'), files => [$ko], timeout => 120);
 	$vm->case(fast => ngx_case(1, $x, '30 /fast', '5 /sleep'), files => [$ko], timeout => 120);
 }
 $vm->case(master => ngx_case(2, '"$VM_JOB"/exectime_m.ko stapxx_master=$master', '40 /fast'),
-		  files => [$kom], timeout => 120) if -f $kom;
+		  files => [$kom], timeout => 120) if $kom;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
