@@ -79,32 +79,31 @@ probe @pfunc(lj_cf_os_clock)
 	}
 }
 SXX
+# lj-lua-bt takes its options again when staprun loads it: one module per
+# target, with slots=1 or lines=0 fullpath=0 depth=2 time=3 as parameters
 my %ko;
-@ko{qw(gc64 nogc64 short nginx dump)} = $vm->builds(
-	(map { ["ljbt_slots_$_", 'samples/lj-lua-bt.sxx', exec => "build/luajit-$_/bin/luajit", args => ['--arg', 'slots=1']] }
-	     qw(gc64 nogc64)),
-	['ljbt_short', 'samples/lj-lua-bt.sxx', exec => 'build/luajit-gc64/bin/luajit',
-	 args => ['--arg', 'lines=0', '--arg', 'fullpath=0', '--arg', 'depth=2', '--arg', 'time=3']],
-	['ljbt_slots_ngx', 'samples/lj-lua-bt.sxx', exec => 'build/nginx/sbin/nginx', args => ['--arg', 'slots=1']],
+@ko{qw(gc64 nogc64 nginx dump)} = $vm->builds(
+	(map { ["ljbt_$_", 'samples/lj-lua-bt.sxx', exec => "build/luajit-$_/bin/luajit"] } qw(gc64 nogc64)),
+	['ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => 'build/nginx/sbin/nginx'],
 	['ljdump', undef, exec => 'build/luajit-gc64/bin/luajit', source => $DUMP]);
-ok($ko{$_}, "lj-lua-bt slots=1 builds for build/luajit-$_") for qw(gc64 nogc64);
-ok($ko{short}, 'lj-lua-bt lines=0 fullpath=0 depth=2 time=3 builds');
-ok($ko{nginx}, 'lj-lua-bt slots=1 builds for nginx');
+ok($ko{$_}, "lj-lua-bt builds for build/luajit-$_") for qw(gc64 nogc64);
+ok($ko{nginx}, 'lj-lua-bt builds for nginx');
 ok($ko{dump}, 'a script calling luajit_debug_dumpstack at a uprobe builds');
+my $SHORT = 'stapxx_lines=0 stapxx_fullpath=0 stapxx_depth=2 stapxx_time=3';
 
 # --- cases (one boot) ---
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
 	for my $mode (qw(nojit jit)) {
-		$vm->case("${b}_$mode" => VM::staprun_sh(target => "$lj $app $mode", module => "ljbt_slots_$b.ko",
-			ready => 'sleep 2'), files => [$ko{$b}]) if $ko{$b};
+		$vm->case("${b}_$mode" => VM::staprun_sh(target => "$lj $app $mode", module => "ljbt_$b.ko",
+			params => 'stapxx_slots=1', ready => 'sleep 2'), files => [$ko{$b}]) if $ko{$b};
 	}
 }
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-$vm->case(short => VM::staprun_sh(target => "$lj $app nojit", module => 'ljbt_short.ko', ready => 'sleep 1'),
-	files => [$ko{short}]) if $ko{short};
-$vm->case(idle => VM::staprun_sh(target => 'sleep 30', module => 'ljbt_short.ko'), files => [$ko{short}])
-	if $ko{short};
+$vm->case(short => VM::staprun_sh(target => "$lj $app nojit", module => 'ljbt_gc64.ko', params => $SHORT,
+	ready => 'sleep 1'), files => [$ko{gc64}]) if $ko{gc64};
+$vm->case(idle => VM::staprun_sh(target => 'sleep 30', module => 'ljbt_gc64.ko', params => $SHORT),
+	files => [$ko{gc64}]) if $ko{gc64};
 $vm->case(dump => VM::staprun_sh(target => "$lj $app nojit clock", module => 'ljdump.ko', ready => 'sleep 1'),
 	files => [$ko{dump}]) if $ko{dump};
 $vm->case(nginx => <<"SH", files => [$ko{nginx}], timeout => 90) if $ko{nginx};
@@ -122,7 +121,7 @@ sleep 1
 # lands in the interpreter (see the assertions)
 for try in 1 2 3 4 5; do
 	echo "== try \$try"
-	timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/ljbt_slots_ngx.ko > bt.out 2>&1
+	timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/ljbt_ngx.ko stapxx_slots=1 > bt.out 2>&1
 	rc=\$?
 	cat bt.out
 	[ \$rc -eq 0 ] || break
