@@ -153,6 +153,8 @@ prove_chain = t/{$(subst $(space),$(comma),$(strip $(1)))}-*.t
 # times and prints each file's failures (dev/test-repeat).  When a test
 # fails, dev/test-digest ends the run with what each failed test said.
 # STAPXX_VM_SERVER=1: the VM tests share one VM, booted once (dev/vm-run).
+# STAPXX_MODULE_CACHE: a module built with the same command line by two
+# tests is built once a run (t/lib/VM.pm).
 PROVE_RULES = --rules='seq=$(call prove_chain,$(VM_CHAIN_A))' \
 	--rules='seq=$(call prove_chain,$(VM_CHAIN_B))' --rules='seq=**'
 # (dev/test-repeat asks for them when make does not pass them)
@@ -162,8 +164,8 @@ test:
 	dev/deps
 	$(MAKE) all
 ifeq ($(REPEAT),)
-	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -f t/out/times.log t/out/.stapconf-warm
-	STAPXX_VM_SERVER=1 prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
+	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -rf t/out/times.log t/out/.stapconf-warm t/out/.modules
+	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
 		{ dev/vm-run --stop-server; dev/test-times | head -n 12; dev/test-digest; exit 1; }
 	dev/vm-run --stop-server
 	dev/test-times | head -n 12

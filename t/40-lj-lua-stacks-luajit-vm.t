@@ -63,7 +63,7 @@ my @mods = (    # key, module, script, options, what the build is
 	['gc64_def', 'ljs_gc64_def', $S, { exec => $gc64 }, "lj-lua-stacks for $gc64"],
 	['opt_hz', 'ljs_opt_hz', $S, { exec => $gc64, args => ['--arg', 'hz=250'] }, 'lj-lua-stacks hz=250'],
 	['states', 'ljvms', 'samples/lj-vm-states.sxx', { exec => $gc64, args => ['--arg', "time=$T"] }, 'lj-vm-states'],
-	['bt', 'ljbt', 'samples/lj-lua-bt.sxx', { exec => $gc64 }, 'lj-lua-bt'],
+	['bt', 'ljbt_gc64', 'samples/lj-lua-bt.sxx', { exec => $gc64 }, 'lj-lua-bt'],
 );
 my %ko;
 @ko{ map { $_->[0] } @mods } = $vm->builds(map { [$_->[1], $_->[2], %{ $_->[3] }] } @mods);
@@ -139,7 +139,7 @@ for my $mode (qw(jit nojit)) {
 		module => 'ljvms.ko', ready => 'sleep 1'), files => [$ko{states}]) if $ko{states};
 }
 $vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
-	module => 'ljbt.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
+	module => 'ljbt_gc64.ko', ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
 
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};

@@ -28,8 +28,9 @@ my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5, master => 5);
 # The plain module samples at 2,000 a second: its samples in half the
 # worker's time (a session still spans hundreds of requests); under TCG
 # nginx's stacks cost the probe 100-300 us, up to the whole period at
-# 4,000 (t/40's rate for the luajit CLI).  The lines=1 and
-# --master modules keep the default, timer.profile.
+# 4,000 (t/40's rate for the luajit CLI).  The lines=1 case (t/48's
+# module, with stapxx_lines=1) and the --master module keep the default,
+# timer.profile.
 my $HZ = 2000;
 my $nginx = 'build/nginx/sbin/nginx';
 my $conf = "$ROOT/t/apps/nginx.conf";
@@ -39,11 +40,11 @@ my $ffi_line = LjStacks::line_of($conf, qr/t\.ffi = true/);
 my %ko;
 @ko{qw(plain lines bt master)} = $vm->builds(    # two at a time
 	['ljs_ngx', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', "hz=$HZ"]],
-	['ljs_ngx_lines', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', 'lines=1']],
+	['ljs_ngx_def', 'samples/lj-lua-stacks.sxx', exec => $nginx],    # t/48's too; lines=1 at load time
 	['ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => $nginx],
 	['ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--master', '-']]);
 ok $ko{plain}, 'lj-lua-stacks builds for nginx';
-ok $ko{lines}, 'lj-lua-stacks lines=1 builds for nginx';
+ok $ko{lines}, 'lj-lua-stacks builds for nginx at the default rate (the lines=1 case)';
 ok $ko{bt}, 'lj-lua-bt builds for nginx';
 ok $ko{master}, 'lj-lua-stacks builds in master mode (--master -)';
 
@@ -60,8 +61,9 @@ sub ngx_case {
 	# The work outside heavy() (ngx.say) is in neither foo's nor bar's
 	# samples: it costs samples, not accuracy (a fifth more are asked).
 	$o{heavy} //= $o{nojit} ? 40000 : $o{url} eq '/ffi' ? 60000 : 100000;
-	my $run = $o{master} ? qq{"\$VM_JOB"/$o{module} stapxx_master=\$master}
-	                     : qq{-x \$worker "\$VM_JOB"/$o{module}};
+	my $params = defined $o{params} ? " $o{params}" : '';
+	my $run = $o{master} ? qq{"\$VM_JOB"/$o{module} stapxx_master=\$master$params}
+	                     : qq{-x \$worker "\$VM_JOB"/$o{module}$params};
 	# reuseport spreads connections over the workers by hash: with two
 	# workers and 8 connections, all go to one in 1 of 128 runs
 	my $conns = $o{workers} > 1 ? 32 : 8;
@@ -91,7 +93,7 @@ SH
 my %cases = (    # name => module key, ngx_case options
 	jit => [plain => url => '/', hz => $HZ], nojit => [plain => url => '/', nojit => 1, hz => $HZ],
 	ffi => [plain => url => '/ffi', hz => $HZ],
-	lines => [lines => url => '/'], master => [master => url => '/', workers => 2, master => 1]);
+	lines => [lines => url => '/', params => 'stapxx_lines=1'], master => [master => url => '/', workers => 2, master => 1]);
 for my $name (sort keys %cases) {
 	my ($k, %o) = @{ $cases{$name} };
 	next unless $ko{$k};

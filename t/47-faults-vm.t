@@ -29,7 +29,7 @@ my %ko;
 # overload guard (50% of a CPU), which ends the session
 @ko{qw(lj ngx)} = $vm->builds(    # two at a time
 	['ljs_faults', 'samples/lj-lua-stacks.sxx', exec => $lj, args => ['--arg', 'hz=250']],
-	['ljs_faults_m', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--master', '-']]);
+	['ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--master', '-']]);
 ok $ko{lj}, 'lj-lua-stacks builds for the non-GC64 luajit';
 ok $ko{ngx}, 'lj-lua-stacks builds for nginx --master';
 
@@ -134,7 +134,7 @@ for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null')
 master=\$(cat logs/nginx.pid)
 wrk -t2 -c8 -d60s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
 wp=\$!
-stap_start "\$VM_JOB"/ljs_faults_m.ko stapxx_master=\$master || exit 1
+stap_start "\$VM_JOB"/ljs_ngx_master.ko stapxx_master=\$master || exit 1
 sleep 1
 old=\$(pgrep -P \$master | tr '\\n' ' ')
 echo "# workers before: \$old"

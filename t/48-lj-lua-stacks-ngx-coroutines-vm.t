@@ -21,12 +21,12 @@ my $vm = VM->new;
 # about 3,000 samples (VM::sample_sh).  4, not t/73's 3: the
 # VM's time is what the whole test suite waits for.
 my $CLAIM = 4;
-my $ko = $vm->build('ljs_ngx_co', 'samples/lj-lua-stacks.sxx', exec => 'build/nginx/sbin/nginx');
+my $ko = $vm->build('ljs_ngx_def', 'samples/lj-lua-stacks.sxx', exec => 'build/nginx/sbin/nginx');
 ok $ko, 'lj-lua-stacks builds for nginx' or diag $vm->build_log;
 
 sub co_case {
 	my (%o) = @_;
-	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_co.ko', '$worker', NgxCo::samples($CLAIM), undef, stop => 1);
+	my $sample = VM::sample_sh('staprun -x $worker "$VM_JOB"/ljs_ngx_def.ko', '$worker', NgxCo::samples($CLAIM), undef, stop => 1);
 	return VM::nginx_up(conf => 't/apps/nginx-co.conf',
 		env => "export HEAVY_N=$o{heavy}") . <<"SH" . VM::nginx_down();
 echo "# master: \$master worker: \$worker"

@@ -21,13 +21,13 @@ my $out = $vm->out;
 # t/40 holds the share closer.
 my $CLAIM = 5;
 
-my $ko = $vm->build('ljs_flame', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit');
+my $ko = $vm->build('ljs_gc64_def', 'samples/lj-lua-stacks.sxx', exec => 'build/luajit-gc64/bin/luajit');
 ok $ko, 'lj-lua-stacks builds' or diag $vm->build_log;
 $ko or do { done_testing; exit 1 };
 # 40,000 loops: a session spans about 100 cycles of main() (t/40 says why)
 $vm->case(seed => VM::staprun_sh(
 	target => "$ROOT/build/luajit-gc64/bin/luajit $ROOT/t/apps/run.lua 3600 jit plain 40000",
-	module => 'ljs_flame.ko', ready => 'sleep 1', samples => LjStacks::seed_samples($CLAIM)),
+	module => 'ljs_gc64_def.ko', ready => 'sleep 1', samples => LjStacks::seed_samples($CLAIM)),
 	files => [$ko], timeout => 180);
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran, no kernel errors' or diag $r->{stderr};

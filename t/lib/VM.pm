@@ -89,7 +89,10 @@ with C<diag>).
 
 Builds several modules as C<build> does, C<$STAPXX_BUILD_JOBS> (default 2)
 at a time, and returns their paths (or C<undef>) in order.  A failed build's
-output is shown with C<diag>.
+output is shown with C<diag>.  Under C<make test> (C<$STAPXX_MODULE_CACHE>)
+a module is built once a run for each command line: tests that build the
+same script for the same target with the same options and module name
+share it.
 
 =item C<VM::no_guard()>
 
@@ -212,6 +215,7 @@ use strict;
 use warnings;
 use File::Basename qw(basename);
 use File::Path qw(remove_tree);
+use Digest::SHA ();
 use Fcntl ();
 use POSIX ();
 use Time::HiRes ();
@@ -338,6 +342,37 @@ sub warm_stapconf {
 	return;
 }
 
+# Runs the build ARGV of module NAME in the scratch dir; returns its status
+# and output.  With $STAPXX_MODULE_CACHE (make test sets it to a dir it
+# empties first), a module that another test of the run built with the
+# very same command line (module name, script, target, options: stap -m
+# NAME never uses SystemTap's own cache) is linked from there instead:
+# the first to ask builds it while the others wait on its lock.  A script
+# written from source => TEXT lies in the scratch dir, so its command line
+# is the test's own.
+sub _build_shared {
+	my ($self, $name, $argv) = @_;
+	my $dir = $ENV{STAPXX_MODULE_CACHE};
+	return run_cmd({ cwd => $self->{out}, merge => 1 }, @$argv) unless $dir;
+	my $ko = "$self->{out}/$name.ko";
+	my $key = Digest::SHA::sha1_hex(join("\0", @$argv));
+	File::Path::make_path($dir);
+	open(my $lk, '>>', "$dir/$key.lock") or return (255, "cannot open $dir/$key.lock: $!");
+	flock($lk, Fcntl::LOCK_EX) or return (255, "cannot lock $dir/$key.lock: $!");
+	if (-f "$dir/$key.ko") {
+		my $from = slurp("$dir/$key.from") // '?';
+		return link("$dir/$key.ko", $ko) ? (0, "stap++: the module built by $from for the same command\n")
+		                                  : (255, "cannot link $dir/$key.ko to $ko: $!");
+	}
+	my ($rc, $log) = run_cmd({ cwd => $self->{out}, merge => 1 }, @$argv);
+	if ($rc == 0 && -f $ko) {
+		spit("$dir/$key.from", $self->{name});
+		link($ko, "$dir/$key.ko");
+	}
+	close $lk;
+	return ($rc, $log);
+}
+
 sub builds {
 	my ($self, @specs) = @_;
 	my $tree = $self->ktree or return map { undef } @specs;
@@ -353,7 +388,7 @@ sub builds {
 			unlink "$self->{out}/$specs[$k][0].ko";
 			my $pid = fork() // die "fork: $!";
 			if (!$pid) {
-				my ($rc, $log) = run_cmd({ cwd => $self->{out}, merge => 1 }, @{ $argv[$k] });
+				my ($rc, $log) = $self->_build_shared($specs[$k][0], $argv[$k]);
 				spit("$self->{out}/.build-$k.log", "$rc\n$log");
 				POSIX::_exit(0);
 			}
