@@ -1,8 +1,10 @@
 -- Drives t/apps/wait.lua from the luajit CLI (t/63, t/64):
 --   luajit wait-run.lua ROUNDS jit|nojit FUNC [DIR [GO [U]]]
 -- runs FUNC (offcpu, fio, fio_mixed, long_wait) of wait.lua ROUNDS times,
--- then prints "rounds N" and the app's own accounting (wait.lua's
--- "acct NAME US CALLS BYTES LONG" lines) and exits.  DIR: where fio's data1
+-- then prints "rounds N", "blocks N" (the thread's voluntary context
+-- switches over the rounds, from getrusage: its waits, and any other
+-- block, a page fault's or a lock's) and the app's own accounting
+-- (wait.lua's "acct NAME US CALLS BYTES LONG" lines) and exits.  DIR: where fio's data1
 -- and data2 are (default "."); its size of data1 is write1()'s too.  GO
 -- ("-": none): a file the test makes once the sample has started; the
 -- app prints "ready" and polls for it without a pause (a wait, even one
@@ -29,7 +31,20 @@ if arg[5] and arg[5] ~= "-" then
         local go = io.open(arg[5], "r")
     until go
 end
+-- (getrusage, not /proc/self/status: a read would be the fio samples')
+local ffi = require "ffi"
+ffi.cdef [[
+    struct wr_rusage { long tv[4]; long ru[14]; };
+    int getrusage(int who, struct wr_rusage *ru);
+]]
+local function vcsw()
+    local ru = ffi.new("struct wr_rusage")
+    if ffi.C.getrusage(1, ru) ~= 0 then return -1 end    -- RUSAGE_THREAD
+    return tonumber(ru.ru[12])                             -- ru_nvcsw
+end
+local v0 = vcsw()
 for _ = 1, rounds do
     what()
 end
-io.write("rounds ", rounds, "\n", w.report())
+local blocks = vcsw() - v0
+io.write("rounds ", rounds, "\nblocks ", blocks, "\n", w.report())
