@@ -120,26 +120,59 @@ static long text_index(struct ljb_core *c, const char *t)
 	return (long)c->ntexts++;
 }
 
-/* A new stack from the kernel: name it now, while its functions live. */
+/* Asks the kernel for the raw frames of stack ID again, at its next
+ * sample; 0, or -1 when its resend map is full. */
+static int ask_again(struct ljb_core *c, uint64_t id)
+{
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(c->resend_fd, &id, &one, BPF_NOEXIST) < 0)
+		return -1;
+	__sync_fetch_and_add(c->nresend, 1);
+	return 0;
+}
+
+/* Times a stack whose name could not be checked is asked for again (its
+ * first frames may name it at a later sample: ljb_stack_text). */
+#define LJB_NAME_TRIES 3
+
+/* A new stack from the kernel: name it now, while its functions live.  A
+ * name left out on a value that may have changed since the sample (a
+ * freed caller closure) is tried again on the stack's next samples, up to
+ * LJB_NAME_TRIES times; its samples count all along, the text is the
+ * last one made. */
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct ljb_core *c = ctx;
 	const struct ljb_event *ev = data;
 	struct buf b = {0};
 	struct ljb_idtext *e;
+	int unsure = 0;
 
-	if (size < sizeof(*ev) - sizeof(ev->f) || c->nids * 2 >= c->ids_cap)
+	if (size < sizeof(*ev) - sizeof(ev->f))
 		return 0;
 	e = id_slot(c, ev->id);
-	if (e->id)
-		return 0;
-	e->id = ev->id;
-	e->end = ev->end;
-	e->text = -1;
-	c->nids++;
-	if (ev->end != LJB_END_BROKEN && ljb_stack_text(ev, &c->ly, c->st, &c->to, &b) == 0 && b.s)
+	if (e->id) {
+		if (!e->asked)
+			return 0;
+		e->asked = 0;
+		e->resent++;
+	} else {
+		if (c->nids * 2 >= c->ids_cap)
+			return 0;
+		e->id = ev->id;
+		e->end = ev->end;
+		e->text = -1;
+		c->nids++;
+	}
+	if (ev->end != LJB_END_BROKEN && ljb_stack_text(ev, &c->ly, c->st, &c->to, &b, &unsure) == 0 &&
+	    b.s)
 		e->text = text_index(c, b.s);
 	buf_free(&b);
+	if (unsure && e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
+		e->asked = 1;
+		return 0;	/* (on_stack waits for the better name) */
+	}
 	if (c->on_stack)
 		c->on_stack(c, ev, e->text);
 	return 0;

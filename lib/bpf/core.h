@@ -48,6 +48,8 @@ struct ljb_idtext {
 	uint64_t id;
 	long text;		/* index in texts, -1: could not be named */
 	uint32_t end;		/* LJB_END_* */
+	uint8_t asked;		/* its frames asked for again (resend map) */
+	uint8_t resent;		/* ... times so far */
 };
 
 struct ljb_text {
@@ -68,8 +70,8 @@ struct ljb_core {
 	struct ljb_textopts to;
 	/* the program's maps and globals (lj_walk.bpf.h), set by the loader
 	   before ljb_core_start() */
-	int pids_fd, syms_fd, files_fd, events_fd;
-	uint32_t *nsyms, *nfiles;
+	int pids_fd, syms_fd, files_fd, events_fd, resend_fd;
+	uint32_t *nsyms, *nfiles, *nresend;
 	/* called for each new stack named (text: its index, -1 when it could
 	   not be named); optional; it may set stop */
 	void (*on_stack)(struct ljb_core *c, const struct ljb_event *ev, long text);
@@ -100,8 +102,10 @@ struct ljb_core {
 	(c)->syms_fd = bpf_map__fd((skel)->maps.syms);			\
 	(c)->files_fd = bpf_map__fd((skel)->maps.files);		\
 	(c)->events_fd = bpf_map__fd((skel)->maps.events);		\
+	(c)->resend_fd = bpf_map__fd((skel)->maps.resend);		\
 	(c)->nsyms = &(skel)->bss->nsyms;				\
 	(c)->nfiles = &(skel)->bss->nfiles;				\
+	(c)->nresend = &(skel)->bss->nresend;				\
 } while (0)
 
 /*

@@ -45,6 +45,18 @@ struct {
 	__type(value, __u64);
 } stacks SEC(".maps");
 
+/* Stack ids whose raw frames user space asks for again (a name it could
+ * not check when they first came: lib/bpf/core.c): the next sample of
+ * one sends them.  nresend: the entries, so that a sample looks there
+ * only while there are some. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} resend SEC(".maps");
+__u32 nresend;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LJB_MAX_SYMS);
@@ -748,9 +760,21 @@ walk:
 		w->h = 1;
 	{
 		__u64 one = 1, *c = bpf_map_lookup_elem(&stacks, &w->h);
+		int send = 0;
 		if (c) {
 			__sync_fetch_and_add(c, 1);
+			if (nresend && bpf_map_delete_elem(&resend, &w->h) == 0) {
+				__sync_fetch_and_add(&nresend, -1);	/* (no atomic sub in BPF) */
+				send = 1;
+			}
 		} else if (bpf_map_update_elem(&stacks, &w->h, &one, BPF_NOEXIST) == 0) {
+			send = 1;
+		} else if ((c = bpf_map_lookup_elem(&stacks, &w->h))) {
+			__sync_fetch_and_add(c, 1);
+		} else {
+			count(LJB_N_LOSTMAP, 1);
+		}
+		if (send) {
 			__u32 n = w->n;
 			__u64 size;
 			if (n > LJB_MAX_FRAMES)
@@ -771,10 +795,6 @@ walk:
 				size = sizeof(w->ev);
 			if (bpf_ringbuf_output(&events, &w->ev, size, 0))
 				count(LJB_N_LOSTRB, 1);
-		} else if ((c = bpf_map_lookup_elem(&stacks, &w->h))) {
-			__sync_fetch_and_add(c, 1);
-		} else {
-			count(LJB_N_LOSTMAP, 1);
 		}
 	}
 	*id = w->h;

@@ -287,6 +287,7 @@ struct rctx {
 	const struct ljb_layout *ly;
 	const struct ljb_symtab *st;
 	int bad;
+	int unsure;	/* a name left out on a value read now (ljb_stack_text) */
 };
 
 static uint64_t rdn(struct rctx *c, uint64_t a, size_t n)
@@ -308,7 +309,7 @@ static uint64_t rdn(struct rctx *c, uint64_t a, size_t n)
 
 uint64_t ljb_find_G(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st)
 {
-	struct rctx c = { pid, ly, st, 0 };
+	struct rctx c = { pid, ly, st, 0, 0 };
 	uint64_t L;
 
 	if (ly->nginx) {
@@ -611,12 +612,19 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 					again = 1;
 					break;
 				}
+				/* a global or upvalue that holds another
+				   function now: no name, an unsure one (it
+				   may have changed since the sample, or the
+				   caller's closure be freed and its memory
+				   reused: pcall's anonymous functions) */
 				if (op == ly->bc_gget) {
 					if (!(str = kgc_str(c, pt, ins >> 16)))
 						return -1;
 					tv = tab_getstr(c, REF(c, cfn + ly->fl_env), str);
-					if (!tv || GCV(c, tv) != fn)
+					if (!tv || GCV(c, tv) != fn) {
+						c->unsure = 1;
 						return -1;
+					}
 					str_of(c, str, b, max - 1);
 					return c->bad ? -1 : 0;
 				}
@@ -628,8 +636,10 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 				}
 				if (op == ly->bc_uget) {
 					uint64_t uv = REF(c, cfn + ly->fl_uvptr + (ins >> 16) * ly->k.gcref);
-					if (!uv || GCV(c, REF(c, uv + ly->uv_v)) != fn)
+					if (!uv || GCV(c, REF(c, uv + ly->uv_v)) != fn) {
+						c->unsure = 1;
 						return -1;
+					}
 					return uvname(c, pt, ins >> 16, b, max);
 				}
 				return -1;
@@ -667,9 +677,12 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 		return -1;
 	if (mm == ly->mm_call) {
 		long slot = (ins >> 8) & 0xff;
+		int rc;
 		if (op == ly->bc_iterc)
 			slot -= 3;
-		return slotname(c, pt, ip, slot, cf->fn, f->fn, b, max);
+		rc = slotname(c, pt, ip, slot, cf->fn, f->fn, b, max);
+		c0->unsure |= c->unsure;
+		return rc;
 	} else if (mm != ly->mm_max) {
 		uint64_t s = REF(c, ev->g + ly->G_gcroot + (ly->gcroot_mmname + mm) * ly->k.gcref);
 		str_of(c, s, b, max - 1);
@@ -692,9 +705,9 @@ static void csym(struct rctx *c, uint64_t addr, struct buf *out)
 
 int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		   const struct ljb_symtab *st, const struct ljb_textopts *o,
-		   struct buf *out)
+		   struct buf *out, int *unsure)
 {
-	struct rctx c = { ev->pid, ly, st, 0 };
+	struct rctx c = { ev->pid, ly, st, 0, 0 };
 	char name[256];
 	uint32_t n = ev->nframes > LJB_MAX_FRAMES ? LJB_MAX_FRAMES : ev->nframes;
 	long toppos = -1;
@@ -762,5 +775,7 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 	}
 	if (ev->end == LJB_END_TRUNC)
 		buf_adds(out, "[truncated]\n");
+	if (unsure)
+		*unsure = c.unsure;
 	return c.bad ? -1 : 0;
 }

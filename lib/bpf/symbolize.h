@@ -79,12 +79,16 @@ struct ljb_textopts {
 /*
  * ljb_stack_text - the text of the stack EV (frames innermost first, one
  * per line, each ending in '\n'; "[truncated]" last when cut at depth),
- * appended to OUT.  Reads the target's memory now.  Returns 0, or -1 when
- * the target's memory could not be read (OUT is then undefined).
+ * appended to OUT.  Reads the target's memory now.  Sets *UNSURE (unless
+ * NULL) to 1 when a function's name was left out because the global or
+ * upvalue that names it no longer held it when read: the sample may have
+ * seen it there (the caller's closure freed since, the value changed), so
+ * a later sample of the stack may name it; to 0 otherwise.  Returns 0, or
+ * -1 when the target's memory could not be read (OUT is then undefined).
  */
 int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		   const struct ljb_symtab *st, const struct ljb_textopts *o,
-		   struct buf *out);
+		   struct buf *out, int *unsure);
 
 /* Appends S (N bytes) as a frame text: ';' as ',', control bytes as \t,
  * \n, \r or \xHH; bytes >= 0x80 unchanged. */

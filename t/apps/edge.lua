@@ -1,10 +1,13 @@
 -- Frame shapes for the lj-lua-stacks tests: coroutines, pcall, xpcall,
 -- tail calls, varargs, metamethods and deep recursion.  Every shape burns
 -- CPU in its own burn_* function, so a test can find its stacks by name.
---   luajit edge.lua [SECONDS] [jit|nojit] [N]
+--   luajit edge.lua [SECONDS] [jit|nojit] [N] [GO]
+-- GO: a file the test makes once the sample has started; the app prints
+-- "ready" and polls for it before the shapes run.
 local secs = tonumber(arg[1]) or 5
 if arg[2] == "nojit" then jit.off() end
 local N = tonumber(arg[3]) or 20000
+local go = arg[4]
 
 local function spin(n)
     local s = 0
@@ -58,6 +61,14 @@ local function rec(n)
 end
 local function use_deep() rec(5000) end
 
+if go then
+    io.write("ready\n")
+    io.flush()
+    repeat
+        local f = io.open(go, "r")
+        if f then f:close() end
+    until f
+end
 local t0 = os.time()
 local rounds = 0
 while os.time() - t0 < secs do
