@@ -62,12 +62,8 @@ end
 local function use_deep() rec(5000) end
 
 if go then
-    io.write("ready\n")
-    io.flush()
-    repeat
-        local f = io.open(go, "r")
-        if f then f:close() end
-    until f
+    package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+    require("go").wait(go)
 end
 local t0 = os.time()
 local rounds = 0

@@ -25,12 +25,8 @@ end
 jit.off(interp)
 
 if go and go ~= "-" then
-    io.write("ready\n")
-    io.flush()
-    repeat
-        local f = io.open(go, "r")
-        if f then f:close() end
-    until f
+    package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+    require("go").wait(go)
 end
 local tj, ti, sum = 0, 0, 0
 local c0 = os.clock()
