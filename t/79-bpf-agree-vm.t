@@ -26,19 +26,22 @@ use Test::More;
 my $CLAIM = 2;
 my $need = 2 * Stats::floor(2 / 3, $CLAIM);
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-# 2000000 iterations per heavy() call: natively a call spans many 1 ms
-# sampling periods (200000 would alias with them), in the VM few enough
-# calls are cut by the window's ends; the target runs until it is killed
-# 100,000 loops: a cycle of main() (foo, then bar) takes about 45 ms
-# under TCG, so a session at 1,000 samples a second spans some 400 of
-# them, and the module's 2,000 a second some 200: the cycles it cuts at
-# its start and end move a share by less than 0.4 points (2 M loops: 850
-# ms a cycle, about 20 a session at 1,000, up to 3 points).  The rate is
-# no part of the share: the host samples at the default 1,000.
-my @work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 100000);
+# The loops per heavy() call differ, the split (foo 2, bar 1) does not.
+# On the host 2,000,000: a call spans several 1 ms sampling periods, and a
+# session of 18,900 samples some 2,000 cycles of main().  With 100,000
+# there, a cycle took about as long as a few periods, and the samples
+# aliased with it: bar's stack got 35.0% of 18,901 samples against 33.0%
+# in the VM once (over the 1.9 points).  In the VM 100,000: a cycle takes
+# about 45 ms under TCG, so the module's session at 2,000 samples a second
+# spans some 200 of them, and the cycles it cuts at its start and end
+# move a share by less than 0.4 points (2 M loops: 850 ms a cycle, about
+# 20 a session, up to 3 points).  The rate is no part of the share: the
+# host samples at the default 1,000.
+my @host_work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 2000000);
+my @vm_work = ("$ROOT/t/apps/run.lua", 3600, 'jit', 'plain', 100000);
 
 # the eBPF backend on the host
-my $pid = Bpf::spawn($lj, @work);
+my $pid = Bpf::spawn($lj, @host_work);
 ok Bpf::ready($pid), 'eBPF backend: the target runs';
 my ($st, $out, $err, $bpf, $used, $wall) = Bpf::stacks_samples(['-x', $pid], [$pid], POSIX::ceil(1.05 * $need));
 kill 'TERM', $pid;
@@ -50,7 +53,7 @@ note sprintf('eBPF: %d samples in %.1f s of CPU time (%.1f s wall)', $bpf->{stat
 my $vm = VM->new;
 my $ko = $vm->build('ljs_agree', 'samples/lj-lua-stacks.sxx', exec => $lj, args => ['--arg', 'hz=2000']);
 ok $ko, 'the SystemTap module builds' or diag $vm->build_log;
-$vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @work), module => 'ljs_agree.ko',
+$vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @vm_work), module => 'ljs_agree.ko',
 	ready => 'sleep 1', samples => POSIX::ceil(1.05 * $need), hz => 2000), files => [$ko], timeout => 180) if $ko;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran' or diag $r->{stderr};
