@@ -34,8 +34,8 @@ my %CLAIM = (jit => 3, nojit => 3, ffi => 5, lines => 5, master => 5);
 my $HZ = 2000;
 my $nginx = 'build/nginx/sbin/nginx';
 my $conf = "$ROOT/t/apps/nginx.conf";
-my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
-my $ffi_line = LjStacks::line_of($conf, qr/t\.ffi = true/);
+my $chunk_line = LjStacks::chunk_line($conf);
+my $ffi_line = LjStacks::chunk_line($conf, 'ffi');
 
 my %ko;
 @ko{qw(plain lines bt master)} = $vm->builds(    # two at a time

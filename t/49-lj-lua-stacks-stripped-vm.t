@@ -72,7 +72,7 @@ my $conf = "$ROOT/t/apps/nginx.conf";
 File::Path::make_path($vm->out . '/stock');
 my $stock_conf = $vm->out . '/stock/nginx.conf';
 spit($stock_conf, Bpf::stock_conf(slurp($conf), $conf));
-my $chunk_line = LjStacks::line_of($stock_conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
+my $chunk_line = LjStacks::chunk_line($stock_conf);
 my $stock_samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{jit}));
 $vm->case(stock => <<"SH", files => [$ko{stock}, $stock_conf], timeout => 180) if $ko{stock};
 mkdir -p logs

@@ -19,7 +19,7 @@ use Cwd ();
 use Test::More;
 
 my $conf = "$ROOT/t/apps/nginx.conf";
-my $chunk_line = LjStacks::line_of($conf, qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
+my $chunk_line = LjStacks::chunk_line($conf);
 my $app = "$ROOT/t/apps/test.lua";
 # foo's share of the foo + bar samples within 2 points, as t/70 (8,889
 # samples, 2.2 s of the worker's CPU time at 4,000 samples a second: the
@@ -67,8 +67,7 @@ for my $c (['jit', '/', 0], ['nojit', '/', 1], ['ffi', '/ffi', 0], ['nojit strip
 	ok @{ $n->{workers} } == 1, "$mode: nginx runs one worker";
 	my $p = $p{$mode} = sample("nginx $mode", $n, $url, 4, ['-x', $n->{workers}[0]], LjStacks::seed_samples($CLAIM));
 	# (the config nginx runs: the stock one has Debian's load_module lines on top)
-	my $line = LjStacks::line_of("$n->{prefix}/nginx.conf",
-		$mode eq 'ffi' ? qr/t\.ffi = true/ : qr/content_by_lua_block \{ require "test"\.main\(\) \}/);
+	my $line = LjStacks::chunk_line("$n->{prefix}/nginx.conf", $mode eq 'ffi');
 	LjStacks::check_seed("nginx $mode", $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
 		mode => $seed eq 'ffi' ? 'ffi-native' : $seed, lines => 0, claim => $CLAIM);
 	Bpf::check_accounted("nginx $mode", $p);

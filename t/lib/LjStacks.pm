@@ -47,6 +47,12 @@ Sum of the counts of the stacks for which CODE->(frames) is true.
 
 Whether FRAMES holds the frames SEQ consecutively (innermost first).
 
+=item C<line_of(FILE, RE)>, C<chunk_line(FILE [, FFI])>
+
+The first line of FILE that matches RE; the line of the seed app's
+content_by_lua_block in an nginx config (location / , or /ffi when FFI is
+true).  Both die when no line matches.
+
 =item C<check_seed(NAME, P, %o)>
 
 The assertions on the seed app (t/apps/test.lua) in P.  o: C<app> (the
@@ -228,6 +234,13 @@ sub line_of {
 		return $. if $l =~ $re;
 	}
 	die "line_of: no line matching $re in $file\n";
+}
+
+# The line of the seed app's content_by_lua_block in the nginx config FILE
+# (t/apps/nginx.conf or a copy): location / , or /ffi when FFI is true.
+sub chunk_line {
+	my ($file, $ffi) = @_;
+	return line_of($file, $ffi ? qr/t\.ffi = true/ : qr/content_by_lua_block \{ local t = require "test" t\.flip/);
 }
 
 use Test::More ();
