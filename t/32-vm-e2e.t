@@ -119,7 +119,13 @@ if ($prof) {
 	is $v{samples}, 200, 'prof: 200 samples of the target';
 	is $v{stack_reads}, 200, 'prof: every user stack read succeeded';
 	ok(($v{stack_nonzero} // 0) > 0, 'prof: stack words read are real data');
-	is $v{globalL_nonzero}, 200, 'prof: @var("globalL") read non-NULL in every sample';
+	# (a tick before the task finder has the target's mappings cannot
+	# place globalL: counted apart, a few at most, only before the first
+	# read that succeeds; t/fixtures/vm/prof.sxx)
+	ok defined $v{early} && $v{early} <= 5, 'prof: at most 5 ticks before the mappings are known'
+		or diag $o;
+	is $v{globalL_nonzero} + ($v{early} // 0), 200,
+		'prof: @var("globalL") read non-NULL in every sample after the first that places it';
 	is $v{faults}, 0, 'prof: zero faults' or diag $o;
 }
 if ($nofix2) {
@@ -128,15 +134,17 @@ if ($nofix2) {
 	   'without runtime fix 2 the same reads all fault') or diag $c->{prof_nofix2}{output};
 }
 
-# mmlock: @var resolved in every sample of every attach
+# mmlock: @var resolved in every sample of every attach, after the first
+# few ticks at most (before the task finder has the map: early)
 if ($mmlock_ko) {
 	my $o = $c->{mmlock}{output};
 	my @runs = $o =~ /^attach \d+: (.*)$/mg;
 	is scalar(@runs), $MMLOCK_RUNS, "mmlock: $MMLOCK_RUNS attaches" or diag $o;
 	for my $i (0 .. $#runs) {
 		my %v = $runs[$i] =~ /(\w+)=(\d+)/g;
-		ok(($v{samples} // 0) == 100 && ($v{right} // 0) == 100,
-		   "mmlock attach " . ($i + 1) . ": \@var found and read in all 100 samples ($runs[$i])");
+		ok(($v{samples} // 0) == 100 && defined $v{early} && $v{early} <= 5
+		   && ($v{right} // 0) + $v{early} == 100,
+		   "mmlock attach " . ($i + 1) . ": \@var found and read in all 100 samples after at most 5 early ones ($runs[$i])");
 	}
 }
 
