@@ -120,9 +120,11 @@ if ($prof) {
 	is $v{stack_reads}, 200, 'prof: every user stack read succeeded';
 	ok(($v{stack_nonzero} // 0) > 0, 'prof: stack words read are real data');
 	# (a tick before the task finder has the target's mappings cannot
-	# place globalL: counted apart, a few at most, only before the first
-	# read that succeeds; t/fixtures/vm/prof.sxx)
-	ok defined $v{early} && $v{early} <= 5, 'prof: at most 5 ticks before the mappings are known'
+	# place globalL: counted apart, only before the first read that
+	# succeeds, t/fixtures/vm/prof.sxx; 0-2 seen under load.  Without
+	# runtime fix 2 every read fails: a tenth of the samples is bound
+	# enough)
+	ok defined $v{early} && $v{early} <= 20, 'prof: at most 20 ticks of 200 before the mappings are known'
 		or diag $o;
 	is $v{globalL_nonzero} + ($v{early} // 0), 200,
 		'prof: @var("globalL") read non-NULL in every sample after the first that places it';
@@ -135,16 +137,18 @@ if ($nofix2) {
 }
 
 # mmlock: @var resolved in every sample of every attach, after the first
-# few ticks at most (before the task finder has the map: early)
+# few ticks at most (before the task finder has the map: early, 0-2 seen
+# under load; fix 3's loss leaves all 100 unmapped, so a tenth is bound
+# enough)
 if ($mmlock_ko) {
 	my $o = $c->{mmlock}{output};
 	my @runs = $o =~ /^attach \d+: (.*)$/mg;
 	is scalar(@runs), $MMLOCK_RUNS, "mmlock: $MMLOCK_RUNS attaches" or diag $o;
 	for my $i (0 .. $#runs) {
 		my %v = $runs[$i] =~ /(\w+)=(\d+)/g;
-		ok(($v{samples} // 0) == 100 && defined $v{early} && $v{early} <= 5
+		ok(($v{samples} // 0) == 100 && defined $v{early} && $v{early} <= 10
 		   && ($v{right} // 0) + $v{early} == 100,
-		   "mmlock attach " . ($i + 1) . ": \@var found and read in all 100 samples after at most 5 early ones ($runs[$i])");
+		   "mmlock attach " . ($i + 1) . ": \@var found and read in all 100 samples after at most 10 early ones ($runs[$i])");
 	}
 }
 
