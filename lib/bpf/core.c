@@ -276,6 +276,30 @@ static uint64_t from_scan(struct ljb_core *c, pid_t pid)
 	return ljb_vm_scan(pid, &c->ly, c->st);
 }
 
+/* Gives the kernel PID's entry: its global_State G (0: not found yet),
+ * and where its trace exits run.  HAVE: the map has one already. */
+static void put_proc(struct ljb_core *c, pid_t pid, uint64_t g, int have)
+{
+	__u32 k = pid;
+	struct ljb_proc v = {0};
+	uint64_t lo = 0, hi = 0;
+
+	if (g && !c->vm_named)
+		name_vm(c, pid, g);
+	/* (the kernel counts the samples before: "before the VM was
+	   found") */
+	if (!have || bpf_map_lookup_elem(c->pids_fd, &k, &v) < 0)
+		v = (struct ljb_proc){0};	/* (again: the kernel counts) */
+	v.g = g;
+	if (g && ljb_vm_exit(pid, &c->ly, c->st, g, &lo, &hi) < 0)
+		fprintf(stderr, "WARNING: %s: process %d: the code of its VM's trace "
+			"exits (lj_vm_exit_interp) was not found: samples taken there "
+			"are skipped\n", c->t.name, (int)pid);
+	v.exit_lo = lo;
+	v.exit_hi = hi;
+	bpf_map_update_elem(c->pids_fd, &k, &v, BPF_ANY);
+}
+
 /* Adds new target processes to the pids map and looks for the VM of
  * those that have none yet. */
 static void refresh(struct ljb_core *c)
@@ -287,7 +311,7 @@ static void refresh(struct ljb_core *c)
 		__u32 k = p[i];
 		struct ljb_proc v = {0};
 		int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
-		uint64_t g, lo = 0, hi = 0;
+		uint64_t g;
 
 		if (have && v.g)
 			continue;
@@ -298,22 +322,26 @@ static void refresh(struct ljb_core *c)
 			g = from_scan(c, p[i]);
 		if (have && !g)
 			continue;
-		if (g && !c->vm_named)
-			name_vm(c, p[i], g);
-		/* (the kernel counts the samples before: "before the VM was
-		   found") */
-		if (!have || bpf_map_lookup_elem(c->pids_fd, &k, &v) < 0)
-			v = (struct ljb_proc){0};	/* (again: the kernel counts) */
-		v.g = g;
-		if (g && ljb_vm_exit(p[i], &c->ly, c->st, g, &lo, &hi) < 0)
-			fprintf(stderr, "WARNING: %s: process %d: the code of its VM's trace "
-				"exits (lj_vm_exit_interp) was not found: samples taken there "
-				"are skipped\n", c->t.name, (int)p[i]);
-		v.exit_lo = lo;
-		v.exit_hi = hi;
-		bpf_map_update_elem(c->pids_fd, &k, &v, BPF_ANY);
+		put_proc(c, p[i], g, have);
 	}
 	free(p);
+}
+
+uint64_t ljb_core_G(struct ljb_core *c, pid_t pid)
+{
+	__u32 k = pid;
+	struct ljb_proc v = {0};
+	int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
+	uint64_t g;
+
+	if (have && v.g)
+		return v.g;
+	g = ljb_find_G(pid, &c->ly, c->st);
+	if (!g)
+		g = ljb_vm_scan(pid, &c->ly, c->st);
+	if (g && have)
+		put_proc(c, pid, g, 1);
+	return g;
 }
 
 /* Whether the session's target is still there. */
@@ -420,15 +448,19 @@ __attribute__((noinline)) static int probed(int x)
 	return x + 1;
 }
 
-/* The file and the offset in it of this process's code at ADDR; 0, or
- * -1. */
-static int self_offset(uintptr_t addr, char *path, size_t size, unsigned long *off)
+/* The file and the offset in it of the code at ADDR in process PID (0:
+ * this one); 0, or -1. */
+static int map_offset(pid_t pid, uint64_t addr, char *path, size_t size, unsigned long *off)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
 	char line[4096];
+	FILE *f;
 	int rc = -1;
 
-	if (!f)
+	if (pid)
+		snprintf(line, sizeof(line), "/proc/%d/maps", (int)pid);
+	else
+		snprintf(line, sizeof(line), "/proc/self/maps");
+	if (!(f = fopen(line, "re")))
 		return -1;
 	while (rc < 0 && fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi, pgoff;
@@ -443,6 +475,26 @@ static int self_offset(uintptr_t addr, char *path, size_t size, unsigned long *o
 	}
 	fclose(f);
 	return rc;
+}
+
+struct bpf_link *ljb_core_uprobe_at(struct ljb_core *c, struct bpf_program *prog,
+				    uint64_t addr, const char *what)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	char path[4096];
+	unsigned long off;
+	struct bpf_link *l;
+
+	if (!ljb_symtab_file(c->st, addr) || map_offset(c->pid0, addr, path, sizeof(path), &off) < 0) {
+		error("%s at 0x%llx is in no file that process %d maps", what, (unsigned long long)addr,
+		      (int)c->pid0);
+		return NULL;
+	}
+	l = bpf_program__attach_uprobe_opts(prog, c->t.pid ? c->t.pid : -1, path, off, &uo);
+	if (!l)
+		error("cannot attach a uprobe to %s in '%s' (offset 0x%lx): %s", what, path, off,
+		      strerror(errno));
+	return l;
 }
 
 /* Nanoseconds per call of probed(): the least of 5 runs of N calls (the
@@ -472,7 +524,7 @@ double ljb_uprobe_cost(struct bpf_program *prog)
 	double with, without;
 	const int n = 2000;
 
-	if (self_offset((uintptr_t)probed, path, sizeof(path), &off) < 0)
+	if (map_offset(0, (uintptr_t)probed, path, sizeof(path), &off) < 0)
 		return -1;
 	l = bpf_program__attach_uprobe_opts(prog, getpid(), path, off, NULL);
 	if (!l)

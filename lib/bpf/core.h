@@ -166,6 +166,14 @@ int ljb_core_load_error(void);
 int ljb_core_start(struct ljb_core *c);
 
 /*
+ * ljb_core_G - the global_State of the target process PID (after
+ * ljb_core_start), found now where the samples have not found it yet:
+ * from its symbols, else in its memory (ljb_vm_scan); the kernel gets it
+ * too.  0 when none is found.
+ */
+uint64_t ljb_core_G(struct ljb_core *c, pid_t pid);
+
+/*
  * ljb_core_uprobe - attaches PROG (a SEC("uprobe") program) at the entry
  * of the function NAME, found in the symbols (.symtab or .dynsym) of the
  * objects the first target process maps: for the -x process only, or
@@ -175,6 +183,14 @@ int ljb_core_start(struct ljb_core *c);
  */
 struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
 				 const char *name, const char *const *why);
+
+/*
+ * ljb_core_uprobe_at - as ljb_core_uprobe, at the address ADDR of the
+ * first target process: code of a file it maps that no symbol names
+ * (WHAT names it in errors).  Returns the link, or NULL after error().
+ */
+struct bpf_link *ljb_core_uprobe_at(struct ljb_core *c, struct bpf_program *prog,
+				    uint64_t addr, const char *what);
 
 /*
  * ljb_uprobe_cost - what a uprobe of PROG costs a call on this host (ns):

@@ -61,6 +61,7 @@ static int vm_layout(struct dw_set *dw, struct ljb_layout *ly)
 
 	const struct off o[] = {
 		{ "global_State", "mainthref", &ly->G_mainthref },
+		{ "global_State", "allocf", &ly->G_allocf },
 		{ "GG_State", "dispatch", &disp }, { "GG_State", "bcff", &bcff },
 		{ "GG_State", "g", &g },
 	};

@@ -7,14 +7,17 @@
  * lj_mem_realloc(L, p, osz, nsz) (strings, table parts, stacks, buffers
  * and their growth; only growth counts), and lj_mem_grow(L, p, szp, lim,
  * esz) where the compiler inlined lj_mem_realloc into it (user space
- * attaches that one only then).  Allocations are sampled by bytes, as in
- * the SystemTap sample (samples/lj-lua-alloc.sxx): one sample per rate
- * bytes on average, the gap to the next uniform in [rate/2, 3*rate/2),
- * each weighted rate bytes; here the budget is per CPU.  Only a sample
- * takes the Lua stack (ljb_take, lj_walk.bpf.h, with cfg.noleaf) and the
- * probe's return address (what allocates: its type, named in user
- * space); its bytes go to the key of both (weights).  User space arms the
- * probes in windows (attaching and detaching them).
+ * attaches that one only then).  Without those symbols (a stripped
+ * LuaJIT): the allocator both call, g->allocf(ud, p, osize, nsize),
+ * whose address user space reads in the process.  Allocations are
+ * sampled by bytes, as in the SystemTap sample (samples/lj-lua-alloc.sxx):
+ * one sample per rate bytes on average, the gap to the next uniform in
+ * [rate/2, 3*rate/2), each weighted rate bytes; here the budget is per
+ * CPU.  Only a sample takes the Lua stack (ljb_take, lj_walk.bpf.h, with
+ * cfg.noleaf) and the probe's return address (what allocates: its type,
+ * named in user space; not at g->allocf); its bytes go to the key of both
+ * (weights).  User space arms the probes in windows (attaching and
+ * detaching them).
  */
 #include "lj_walk.bpf.h"
 
@@ -63,8 +66,9 @@ static long draw(__u64 i, void *ctx)
 }
 
 /* An allocation of BYTES bytes by the current task, whose registers at
- * the probed function's entry are CTX. */
-static __always_inline int alloc(struct pt_regs *ctx, __u64 bytes)
+ * the probed function's entry are CTX; RA: the key holds the probe's
+ * return address (what allocates). */
+static __always_inline int alloc(struct pt_regs *ctx, __u64 bytes, int ra)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct ljb_proc *proc = bpf_map_lookup_elem(&pids, &pid);
@@ -99,7 +103,7 @@ static __always_inline int alloc(struct pt_regs *ctx, __u64 bytes)
 	b->left = d.left;
 	k = d.n;
 	acount(LJB_A_SAMPLES, k);
-	if (bpf_probe_read_user(&key.ra, sizeof(key.ra), (void *)ctx->sp)) {
+	if (ra && bpf_probe_read_user(&key.ra, sizeof(key.ra), (void *)ctx->sp)) {
 		acount(LJB_A_FAULTS, k);
 		acount(LJB_A_NORA, 1);
 		goto out;
@@ -133,7 +137,7 @@ static __always_inline __u64 gcsize(unsigned long v)
 SEC("uprobe")
 int lj_newgco(struct pt_regs *ctx)
 {
-	return alloc(ctx, gcsize(ctx->si));
+	return alloc(ctx, gcsize(ctx->si), 1);
 }
 
 SEC("uprobe")
@@ -141,7 +145,16 @@ int lj_realloc(struct pt_regs *ctx)
 {
 	__u64 osz = gcsize(ctx->dx), nsz = gcsize(ctx->cx);
 
-	return nsz > osz ? alloc(ctx, nsz - osz) : 0;
+	return nsz > osz ? alloc(ctx, nsz - osz, 1) : 0;
+}
+
+/* g->allocf(ud, p, osize, nsize) (lj_alloc_f, or the allocator given to
+ * lua_newstate): sizes in size_t; its caller is lj_mem_newgco or
+ * lj_mem_realloc, which tells no type (no return address kept). */
+SEC("uprobe")
+int lj_allocf(struct pt_regs *ctx)
+{
+	return ctx->cx > ctx->dx ? alloc(ctx, ctx->cx - ctx->dx, 0) : 0;
 }
 
 /* lj_mem_grow(L, p, szp, lim, esz): the growth of *szp elements of esz
@@ -159,5 +172,5 @@ int lj_grow(struct pt_regs *ctx)
 		nsz = 8;
 	if (nsz > lim)
 		nsz = lim;
-	return nsz > sz ? alloc(ctx, (__u64)(nsz - sz) * esz) : 0;
+	return nsz > sz ? alloc(ctx, (__u64)(nsz - sz) * esz, 1) : 0;
 }

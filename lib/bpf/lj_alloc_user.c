@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The leaf of every stack when the allocator is probed at g->allocf: its
+ * caller, lj_mem_newgco or lj_mem_realloc, tells no type. */
+#define TYPE_UNKNOWN "(type unknown)"
+
 /* A session of lj_alloc.bpf.c. */
 struct session {
 	struct ljb_core c;
@@ -20,6 +24,8 @@ struct session {
 	struct lj_alloc *skel;
 	struct bpf_link *links[3];
 	int grow;		/* lj_mem_grow probed too */
+	uint64_t allocf;	/* without the allocator's symbols: g->allocf
+				   (the leaf: TYPE_UNKNOWN), else 0 */
 	int armed, failed;
 	double trap;		/* ns a uprobe costs (ljb_uprobe_cost) */
 	long windows;
@@ -85,13 +91,34 @@ static int calls(struct ljb_core *c, pid_t pid, uint64_t from, uint64_t to)
 	return 0;
 }
 
-static const char *const no_syms[] = {
-	"lj-lua-alloc probes LuaJIT's allocator, lj_mem_newgco and lj_mem_realloc: internal "
-	"functions, which only LuaJIT's symbol table (.symtab) names, and a stripped binary "
-	"has none",
-	"run a LuaJIT built with its symbol table (not stripped), or use the SystemTap "
-	"backend (without --runtime=bpf), which finds them in the debug symbols",
-	NULL };
+/* Where the symbols lack lj_mem_newgco (a stripped LuaJIT): the
+ * allocator that it and lj_mem_realloc call, g->allocf, read from the
+ * first target process, whose VM is found as the other samples find it
+ * (bpf/vm.h).  All the processes of a --master session share it (forked
+ * from one).  0, or -1 after error(). */
+static int find_allocf(struct session *s)
+{
+	struct ljb_core *c = &s->c;
+	uint64_t g = ljb_core_G(c, c->pid0), f = 0;
+
+	if (!g) {
+		error("no LuaJIT VM found in process %d: its symbols name neither lj_mem_newgco "
+		      "nor its global_State, and no global_State in its memory passes the checks",
+		      (int)c->pid0);
+		hint("lj-lua-alloc probes LuaJIT's allocator: lj_mem_newgco and lj_mem_realloc by "
+		     "their symbols, or without them (a stripped LuaJIT) the allocator their "
+		     "global_State names (g->allocf)");
+		return -1;
+	}
+	if (ljb_read(c->pid0, g + c->ly.G_allocf, &f, sizeof(f)) < 0 || !f)
+		return error("process %d: its global_State at 0x%llx names no allocator "
+			     "(g->allocf unreadable or NULL)", (int)c->pid0, (unsigned long long)g);
+	s->allocf = f;
+	fprintf(stderr, "WARNING: %s: no symbols for LuaJIT's lj_mem_newgco and lj_mem_realloc: "
+		"probing the allocator they call, g->allocf (0x%llx), which tells no object type "
+		"(the leaf is \"" TYPE_UNKNOWN "\")\n", c->t.name, (unsigned long long)f);
+	return 0;
+}
 
 /* Attaches the allocator's probes (a window begins).  0, or -1 after
  * error(). */
@@ -99,10 +126,16 @@ static int arm(struct session *s)
 {
 	struct lj_alloc *k = s->skel;
 
-	if (!(s->links[0] = ljb_core_uprobe(&s->c, k->progs.lj_newgco, "lj_mem_newgco", no_syms)) ||
-	    !(s->links[1] = ljb_core_uprobe(&s->c, k->progs.lj_realloc, "lj_mem_realloc", no_syms)) ||
-	    (s->grow && !(s->links[2] = ljb_core_uprobe(&s->c, k->progs.lj_grow, "lj_mem_grow", NULL))))
+	if (s->allocf) {
+		if (!(s->links[0] = ljb_core_uprobe_at(&s->c, k->progs.lj_allocf, s->allocf,
+						       "LuaJIT's allocator (g->allocf)")))
+			return -1;
+	} else if (!(s->links[0] = ljb_core_uprobe(&s->c, k->progs.lj_newgco, "lj_mem_newgco", NULL)) ||
+		   !(s->links[1] = ljb_core_uprobe(&s->c, k->progs.lj_realloc, "lj_mem_realloc", NULL)) ||
+		   (s->grow && !(s->links[2] = ljb_core_uprobe(&s->c, k->progs.lj_grow, "lj_mem_grow",
+								NULL)))) {
 		return -1;
+	}
 	s->armed = 1;
 	return 0;
 }
@@ -154,7 +187,7 @@ static long add_weights(struct session *s, struct ljb_tally *t)
 		if (bpf_map_lookup_elem(fd, &key, &bytes) < 0)
 			continue;
 		nkeys++;
-		type = type_of(ljb_symtab_name(s->c.st, key.ra), tb, sizeof(tb));
+		type = s->allocf ? TYPE_UNKNOWN : type_of(ljb_symtab_name(s->c.st, key.ra), tb, sizeof(tb));
 		if (key.pid)
 			snprintf(root, sizeof(root), "worker %u", key.pid);
 		if (key.id) {
@@ -249,6 +282,8 @@ int ljb_alloc_run(const struct ljb_target *t, const struct ljb_opts *o, struct d
 	grow = ljb_symtab_addr(c->st, "lj_mem_grow");
 	realloc_ = ljb_symtab_addr(c->st, "lj_mem_realloc");
 	s.grow = grow && realloc_ && calls(c, c->pid0, grow, realloc_) == 0;
+	if (!ljb_symtab_addr(c->st, "lj_mem_newgco") && find_allocf(&s) < 0)
+		goto out;
 	s.trap = ljb_uprobe_cost(s.skel->progs.lj_newgco);
 	if (arm(&s) < 0)
 		goto out;

@@ -17,14 +17,14 @@ TEXT without the app's own lines (C<ready>, C<start>, C<time S>,
 C<rounds N>, C<tables one N two N>) and SystemTap's C<ERROR:> lines: the
 stacks and the statistics, for LjStacks::parse.
 
-=item C<check_split(NAME, TEXT, RATE [, claim => POINTS])>
+=item C<check_split(NAME, TEXT, RATE [, claim => POINTS, type => LEAF])>
 
 The split of a session at RATE bytes per sample, TEXT holding its stdout,
 stderr and the app's output: the type=bytes header, well-formed stacks,
 no leaf C<C:NAME> of a function that a type's rule covers (the sample's
 C<__type>: C<lj_ir_growtop> is C<jit>), the app's table counts, the C<?> stacks (inconsistent when sampled) at
 most 5% of the bytes, one() and two() most of the bytes under the leaf
-C<table>, one()'s share within CLAIM points of the app's tables (the
+LEAF (default C<table>), one()'s share within CLAIM points of the app's tables (the
 samples must reach its floor; without CLAIM, 4 sigma of the samples
 taken), at most 1% of the samples faulted, the probes' cost printed.
 Returns the parsed stacks (LjStacks::parse).
@@ -65,8 +65,9 @@ sub check_split {
 	my ($t1, $t2) = $o =~ /^tables one (\d+) two (\d+)$/m;
 	Test::More::ok($t1 && $t2, "$name: the app counted its tables (one " . ($t1 // '?') . ', two ' . ($t2 // '?') . ')')
 		or Test::More::diag($o);
-	my $one = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:one' } @_ });
-	my $two = LjStacks::count_with($p, sub { $_[0] eq 'table' && grep { $_ eq 'alloc.lua:two' } @_ });
+	my $type = $o{type} // 'table';
+	my $one = LjStacks::count_with($p, sub { $_[0] eq $type && grep { $_ eq 'alloc.lua:one' } @_ });
+	my $two = LjStacks::count_with($p, sub { $_[0] eq $type && grep { $_ eq 'alloc.lua:two' } @_ });
 	my $sum = $one + $two;
 	# A stack whose only frame is '?' was inconsistent when sampled: a few
 	# KB a run under 'string' and 'table', early in it (docs/lj-lua-alloc.md),
