@@ -67,7 +67,7 @@ sub sample {
 for my $b (qw(gc64 nogc64)) {
 	my $lj = "$ROOT/build/luajit-$b/bin/luajit";
 	# stripped as a distribution ships it (issue 21): its layouts from the
-	# layout database, its VM found from the samples' DISPATCH register,
+	# layout database, its VM found in its memory as the session starts,
 	# the interpreter's PCs named from the dispatch table, the main C
 	# function (pmain) an address
 	my $bare = Bpf::stripped($lj);

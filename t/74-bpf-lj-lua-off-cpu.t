@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lj-lua-off-cpu --runtime=bpf on this host (sched_switch, no VM): a(),
 # b(), c() of t/apps/wait.lua block in FFI usleep 1:2:3; the luajit CLI,
-# GC64 with the JIT on, non-GC64 with it off.  The app times a(), b() and
+# GC64 with the JIT on, non-GC64 with it off, and a stripped copy of the
+# non-GC64 one with it on (layouts from the database, the VM found from
+# the registers).  The app times a(), b() and
 # c() itself: the split must be the app's within 3 points, on as many
 # waits as that claim needs (the app runs that many rounds, then exits,
 # which ends the session, as the sample says).  The output is the SystemTap
@@ -40,7 +42,7 @@ my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(
 sub session {
 	my (%o) = @_;
 	my $r = Bpf::go_session(sample => 'lj-lua-off-cpu', args => $o{args}, after => $o{after},
-		cmd => ["$ROOT/build/luajit-$o{build}/bin/luajit", $run, $o{rounds}, $o{mode}, $o{func} // 'offcpu', '.', 'GO', $U]);
+		cmd => [$o{luajit} // "$ROOT/build/luajit-$o{build}/bin/luajit", $run, $o{rounds}, $o{mode}, $o{func} // 'offcpu', '.', 'GO', $U]);
 	ok $r->{started}, "$o{name}: the session started";
 	ok $r->{ended} || $o{after}, "$o{name}: the session ended when the target did";
 	my $acct = LjWait::acct(join('', map { "# app: $_\n" } split /\n/, $r->{app}));
@@ -82,10 +84,11 @@ sub accounted {
 	ok !$w->{open}, "$name: none still open at the end";
 }
 
-for my $c (['gc64', 'jit'], ['nogc64', 'nojit']) {
-	my ($b, $mode) = @$c;
-	my $name = "$b $mode";
-	my ($st, $out, $err, $p, $acct, $blocks) = session(name => $name, build => $b, mode => $mode, rounds => $ROUNDS);
+for my $c (['gc64', 'jit'], ['nogc64', 'nojit'], ['nogc64', 'jit', 'stripped']) {
+	my ($b, $mode, $strip) = @$c;
+	my $name = join ' ', grep { defined } $b, $mode, $strip;
+	my ($st, $out, $err, $p, $acct, $blocks) = session(name => $name, build => $b, mode => $mode, rounds => $ROUNDS,
+		luajit => $strip ? Bpf::stripped("$ROOT/build/luajit-$b/bin/luajit") : undef);
 	my $w = $p->{wait};
 	is $st, 0, "$name: status 0" or diag $err;
 	is_deeply LjStacks::bad($p, $name), [], "$name: well-formed lj-lua-stacks output";

@@ -256,8 +256,11 @@ static void name_vm(struct ljb_core *c, pid_t pid, uint64_t g)
 			c->t.name, bad.n, bad.first);
 }
 
-/* The global_State of PID found in its memory, when its samples gave
- * none: a second after it was first looked for, then every 5 s. */
+/* The global_State of PID found in its memory, when its symbols gave
+ * none and its samples none yet: at once, then every 5 s.  (Waiting for
+ * the samples' registers first lost the first second: a wait or a system
+ * call deep in C code, or a non-GC64 trace, shows no DISPATCH register,
+ * and a short run of those was never found.) */
 static uint64_t from_scan(struct ljb_core *c, pid_t pid)
 {
 	double t = ljb_now();
@@ -267,8 +270,7 @@ static uint64_t from_scan(struct ljb_core *c, pid_t pid)
 		;
 	if (i == c->nscans) {
 		c->scans = xrealloc(c->scans, (c->nscans + 1) * sizeof(*c->scans));
-		c->scans[c->nscans++] = (struct ljb_scan){ pid, t + 1 };
-		return 0;
+		c->scans[c->nscans++] = (struct ljb_scan){ pid, t };
 	}
 	if (t < c->scans[i].next)
 		return 0;
@@ -318,7 +320,7 @@ static void refresh(struct ljb_core *c)
 		g = ljb_find_G(p[i], &c->ly, c->st);
 		if (!g && have)
 			g = from_dispatch(c, p[i], v.r14);
-		if (!g && have)
+		if (!g)
 			g = from_scan(c, p[i]);
 		if (have && !g)
 			continue;
