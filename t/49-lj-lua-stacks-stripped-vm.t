@@ -10,8 +10,11 @@
 # share within 3 points); the main C function (pmain, a local symbol that
 # strip removed) an address; the interpreter's leaves named as the
 # symbols name them.  Traces that end in the interpreter (t/40).
-# lj-lua-bt once.  Scripts that do not say they run
-# without debug info are refused (t/24).
+# lj-lua-bt once.  lj-vm-states on the GC64 copy interpreting and on the
+# non-GC64 one in its traces (where r14 is no DISPATCH: the VM is found
+# from the C frame), with t/40's assertion, and at most 5% of its samples
+# without the VM found.  Scripts that do not say they run without debug
+# info are refused (t/24).
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +46,10 @@ for my $b (qw(gc64 nogc64)) {
 	push @mods, [$b, "ljs_strip_$b", $S, exec => $bare{$b}];
 }
 push @mods, ['bt', 'ljbt_strip', 'samples/lj-lua-bt.sxx', exec => $bare{gc64}];
+# lj-vm-states: which build runs the workload in which mode
+my %STATES = (gc64 => 'nojit', nogc64 => 'jit');
+push @mods, map { ["states_$_", "ljvms_strip_$_", 'samples/lj-vm-states.sxx', exec => $bare{$_}, args => ['--arg', 'time=3']] }
+	sort keys %STATES;
 # Debian's stock nginx, lua module and libluajit2 (no debug info at all),
 # loaded by the config, so named with -d
 my $lj2 = Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
@@ -95,6 +102,11 @@ $vm->case(exits => VM::staprun_sh(target => "$bare{gc64} $ROOT/t/apps/exits.lua 
 	ready => 'sleep 1', samples => $SAMPLES_EXITS), files => [$ko{gc64}], timeout => 180) if $ko{gc64};
 $vm->case(bt => VM::staprun_sh(target => "$bare{gc64} $run $secs nojit plain 200000", module => 'ljbt_strip.ko',
 	ready => 'sleep 1'), files => [$ko{bt}]) if $ko{bt};
+
+for my $b (sort keys %STATES) {
+	$vm->case("states_$b" => VM::staprun_sh(target => "$bare{$b} $run $secs $STATES{$b} plain 200000",
+		module => "ljvms_strip_$b.ko", ready => 'sleep 1'), files => [$ko{"states_$b"}]) if $ko{"states_$b"};
+}
 
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
@@ -154,6 +166,23 @@ if (my $case = $c->{exits}) {
 	LjStacks::check_exits('gc64 stripped exits', LjStacks::parse($case->{output}), samples => $SAMPLES_EXITS);
 } else {
 	fail 'gc64 stripped exits: the case ran';
+}
+
+# lj-vm-states: the share of the state the workload runs in (t/40)
+for my $b (sort keys %STATES) {
+	my $name = "lj-vm-states $b stripped $STATES{$b}";
+	my $case = $c->{"states_$b"};
+	ok $case, "$name: the case ran" or next;
+	my $o = $case->{output};
+	is $case->{status}, 0, "$name: status 0" or diag $o;
+	my %pct = map { /^\s*([\d.]+)%\s+(\w+)/ ? ($2 => $1) : () } split /\n/, $o;
+	my $want = $STATES{$b} eq 'jit' ? 'trace' : 'interp';
+	ok(($pct{$want} // 0) >= 90, "$name: >= 90% in state '$want'") or diag $o;
+	my ($all, $lua) = $o =~ /^(\d+) samples of the process, (\d+) running Lua:$/m;
+	ok $all, "$name: header" or diag $o;
+	my ($novm) = $o =~ /VM not found: (\d+)/;
+	ok defined $novm && $all && $novm <= 0.05 * $all, "$name: the VM found in all but 5% of the samples ("
+		. ($novm // '?') . ' of ' . ($all // '?') . ')' or diag $o;
 }
 
 if (my $case = $c->{bt}) {

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lj-lua-off-cpu in the VM (one boot): a(), b(), c() of t/apps/wait.lua
 # block in FFI usleep 1:2:3; the luajit CLI, GC64 and non-GC64, JIT on and
-# off, and an nginx worker whose handler blocks (t/apps/wait.conf).  The
+# off, a stripped copy of the non-GC64 one (no symbols, no DWARF: layouts
+# from the database, the VM found from the registers) with the JIT on
+# (no C leaf there: the tapset names no native code without debug info),
+# and an nginx worker whose handler blocks (t/apps/wait.conf).  The
 # app times a(), b() and c() itself: the split must be the app's within 3
 # points (each run reaches the floor of waits for that), and the graph
 # account for at least 70% of the app's time in them.  Every workload
@@ -20,6 +23,7 @@ use TestUtil;
 use VM;
 use LjStacks;
 use LjWait;
+use Bpf;
 use Pprof;
 use Stats;
 use POSIX qw(ceil);
@@ -48,11 +52,15 @@ my $FEW = 10;    # rounds of the option cases: 300 waits
 # --- modules: one per target build; sessions end when the target exits
 # (CLI) or on Ctrl-C ---
 my %ko;
-@ko{qw(gc64 nogc64 ngx)} = $vm->builds(    # two at a time
+my $bare = Bpf::stripped("$ROOT/build/luajit-nogc64/bin/luajit");
+@ko{qw(gc64 nogc64 ngx strip)} = $vm->builds(    # two at a time
 	(map { ["offcpu_$_", $S, exec => "build/luajit-$_/bin/luajit"] } qw(gc64 nogc64)),
-	['offcpu_ngx', $S, exec => 'build/nginx/sbin/nginx']);
+	['offcpu_ngx', $S, exec => 'build/nginx/sbin/nginx'], ['offcpu_strip', $S, exec => $bare]);
 ok $ko{$_}, "builds for luajit-$_" for qw(gc64 nogc64);
 ok $ko{ngx}, 'builds for nginx';
+ok $ko{strip}, 'builds for a stripped luajit-nogc64 (no debug info)';
+like $vm->build_log, qr/^stap\+\+: using layout 'luajit2-2\.1-20230119-nogc64' for '\Q$bare\E' \(no debug info\)$/m,
+	'stripped: stderr names the layout database\'s entry';
 
 my $run = "$ROOT/t/apps/wait-run.lua";
 for my $b (qw(gc64 nogc64)) {
@@ -63,6 +71,8 @@ for my $b (qw(gc64 nogc64)) {
 			module => "offcpu_$b.ko", timeout => 120), files => [$ko{$b}], timeout => 150);
 	}
 }
+$vm->case(stripped => LjWait::go_case(target => "$bare $run $ROUNDS jit offcpu . \$go $U",
+	module => 'offcpu_strip.ko', timeout => 120), files => [$ko{strip}], timeout => 150) if $ko{strip};
 if (my $ko = $ko{gc64}) {
 	my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 	# blocked in one usleep of 30 s from the signal on: the session ends
@@ -96,7 +106,7 @@ my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(wait\.conf:\d+\)(?::\
 # The 1:2:3 split against the app's own timers, the coverage of the app's
 # time, well-formed frames; CLI: the session ended when the app did.
 sub check_split {
-	my ($name, $case, %o) = @_;
+	my ($name, $case, %o) = @_;    # o: cli, jit, noleaf
 	my $o = $case->{output};
 	my $p = LjWait::parse($o, 'lj-lua-off-cpu');
 	my $w = $p->{wait};
@@ -116,7 +126,7 @@ sub check_split {
 	# wait (78.1% covered in a nogc64 nojit run of the final 2026-11-26
 	# make test, 78.9% in an nginx run), so the bound is 70%: a graph that
 	# lost a wait in four would still fail it.
-	LjWait::check_abc($name, $p, $acct, $w->{waits}, $CLAIM, 70, $o);
+	LjWait::check_abc($name, $p, $acct, $w->{waits}, $CLAIM, 70, $o, noleaf => $o{noleaf});
 	my @f = qw(a b c);
 	my @pct = map { LjWait::share($p, "wait.lua:$_") } @f;
 	if (defined $o{jit}) {
@@ -144,6 +154,11 @@ for my $b (qw(gc64 nogc64)) {
 		my $case = $c->{"${b}_$mode"} or next;
 		check_split("$b $mode", $case, cli => 1, jit => $mode eq 'jit');
 	}
+}
+if (my $case = $c->{stripped}) {
+	check_split('nogc64 stripped jit', $case, cli => 1, jit => 1, noleaf => 1);
+} else {
+	fail 'nogc64 stripped jit: the case ran';
 }
 if (my $case = $c->{nginx}) {
 	my $p = check_split('nginx', $case);

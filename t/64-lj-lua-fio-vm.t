@@ -16,7 +16,9 @@
 # count, a pipe does not: read2() reads and write1() writes files of 2:1,
 # the app's split within 3 points, while piped() moves as much as
 # write1() through a pipe (FFI write and read), counted on stderr as not
-# regular files.
+# regular files.  The bytes case again on a stripped copy of the GC64
+# luajit (no symbols, no DWARF: layouts from the database, the VM found
+# from the registers).
 # Every workload starts once the sample has (LjWait::go_case) and runs a
 # number of rounds derived from the floor of calls its claim needs; the
 # session ends when it exits.
@@ -28,15 +30,21 @@ use TestUtil;
 use VM;
 use LjStacks;
 use LjWait;
+use Bpf;
 use Stats;
 use POSIX qw(ceil);
 use Test::More;
 
 my $vm = VM->new;
-my $ko = $vm->build('fio_gc64', 'samples/lj-lua-fio.sxx', exec => 'build/luajit-gc64/bin/luajit');
-ok $ko, 'lj-lua-fio builds for luajit-gc64' or diag $vm->build_log;
-
 my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
+my $bare = Bpf::stripped($lj);
+my ($ko, $ko_strip) = $vm->builds(['fio_gc64', 'samples/lj-lua-fio.sxx', exec => $lj],
+	['fio_strip', 'samples/lj-lua-fio.sxx', exec => $bare]);
+ok $ko, 'lj-lua-fio builds for luajit-gc64' or diag $vm->build_log;
+ok $ko_strip, 'lj-lua-fio builds for a stripped luajit-gc64 (no debug info)' or diag $vm->build_log;
+like $vm->build_log, qr/^stap\+\+: using layout 'luajit2-2\.1-20230119-gc64' for '\Q$bare\E' \(no debug info\)$/m,
+	'stripped: stderr names the layout database\'s entry';
+
 my $run = "$ROOT/t/apps/wait-run.lua";
 # The independent events of a share by bytes or by latency are the calls
 # (each measured, or lost to a skipped probe, as a whole).  read("*a")
@@ -55,19 +63,22 @@ my $floor_b = Stats::floor(2 / 3, $BYTES_CLAIM);
 # highest)
 my $floor_us = Stats::floor(1 / 2, $US_CLAIM);
 my %rounds = (
-	bytes => ceil(1.2 * $floor_b / 9),
+	bytes => ceil(1.2 * $floor_b / 9), stripped => ceil(1.2 * $floor_b / 9),
 	us => ceil(1.2 * $floor_us / 19),
 	# read2 (5 calls with bytes) and write1 (1): 6 a round
 	mixed => ceil(1.2 * $floor_b / 6),
 	few => 5, badweight => 1);
+# (MODULE and LUAJIT: the stripped ones, or by default the debug build's)
 sub fio_case {
-	my ($name, $params, $fn, $sizes) = @_;
+	my ($name, $params, $fn, $sizes, $module, $luajit) = @_;
 	my ($s2, $s1) = @{ $size{$sizes} };
-	return LjWait::go_case(module => 'fio_gc64.ko', params => $params, timeout => 100, target => <<"SH" =~ s/\n\z//r);
+	$module //= 'fio_gc64.ko';
+	$luajit //= $lj;
+	return LjWait::go_case(module => $module, params => $params, timeout => 100, target => <<"SH" =~ s/\n\z//r);
 d=\$(mktemp -d /tmp/fio.XXXXXX)
 head -c $s2 /dev/urandom > \$d/data2
 head -c $s1 /dev/urandom > \$d/data1
-$lj $run $rounds{$name} jit $fn \$d \$go
+$luajit $run $rounds{$name} jit $fn \$d \$go
 SH
 }
 if ($ko) {
@@ -77,6 +88,8 @@ if ($ko) {
 	$vm->case(few => fio_case('few', 'weight=bytes ljw_maxstacks=1', 'fio', 'small'), files => [$ko], timeout => 60);
 	$vm->case(mixed => fio_case('mixed', 'weight=bytes', 'fio_mixed', 'small'), files => [$ko], timeout => 120);
 }
+$vm->case(stripped => fio_case('stripped', 'weight=bytes files=1', 'fio', 'small', 'fio_strip.ko', $bare),
+	files => [$ko_strip], timeout => 120) if $ko_strip;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
@@ -96,26 +109,28 @@ sub common {
 }
 
 my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;
-for my $w (qw(us bytes)) {
-	my $case = $c->{$w} or next;
-	my $p = common($w, $case, $w);
+for my $k (['us', 'us'], ['bytes', 'bytes'], ['stripped', 'bytes']) {
+	my ($n, $w) = @$k;
+	my $case = $c->{$n};
+	ok $case, "$n: the case ran" or next;
+	my $p = common($n, $case, $w);
 	my $acct = LjWait::acct($case->{output});
 	my @garbage = grep { $_ !~ $frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
-	is_deeply \@garbage, [], "$w: every frame is a well-formed name" or diag $case->{output};
-	ok $p->{total} > 0, "$w: a graph ($p->{total} $w)" or diag $case->{output};
+	is_deeply \@garbage, [], "$n: every frame is a well-formed name" or diag $case->{output};
+	ok $p->{total} > 0, "$n: a graph ($p->{total} $w)" or diag $case->{output};
 	my ($r2, $r1) = map { LjWait::share($p, "wait.lua:$_") } qw(read2 read1);
-	ok $r2 + $r1 >= 99, sprintf('%s: read2 and read1 hold the I/O (%.1f%%)', $w, $r2 + $r1)
+	ok $r2 + $r1 >= 99, sprintf('%s: read2 and read1 hold the I/O (%.1f%%)', $n, $r2 + $r1)
 		or diag LjStacks::dump_stacks($p, 8);
-	note sprintf('%s: read2 %.1f%% read1 %.1f%% of %d %s in %d calls; the app: %s', $w, $r2, $r1, $p->{total}, $w,
+	note sprintf('%s: read2 %.1f%% read1 %.1f%% of %d %s in %d calls; the app: %s', $n, $r2, $r1, $p->{total}, $w,
 		$p->{wait}{waits} // 0, join(', ', map { "$_ $acct->{$_}{us} us $acct->{$_}{bytes} bytes" } sort keys %$acct));
 	if ($w eq 'bytes') {
-		share_ok('bytes: read2', $r2, LjWait::app_share($acct, 'bytes', 'read2', 'read1'),
+		share_ok("$n: read2", $r2, LjWait::app_share($acct, 'bytes', 'read2', 'read1'),
 			LjWait::calls_with_bytes($p, $acct), claim => $BYTES_CLAIM);
 		my ($f2, $f1) = map { my $f = $_; LjStacks::count_with($p, sub { $_[0] eq $f }) } qw(file:data2 file:data1);
-		ok $f2 + $f1 == $p->{total}, "files=1: every stack has its file as the leaf ($f2 + $f1 of $p->{total})"
+		ok $f2 + $f1 == $p->{total}, "$n, files=1: every stack has its file as the leaf ($f2 + $f1 of $p->{total})"
 			or diag LjStacks::dump_stacks($p, 8);
 		my $under = LjStacks::count_with($p, sub { $_[0] eq 'file:data2' && grep { $_ eq 'wait.lua:read2' } @_ });
-		is $under, $f2, 'files=1: data2 is read under read2';
+		is $under, $f2, "$n, files=1: data2 is read under read2";
 	} else {
 		# the app's time in a function holds its reads and what they
 		# need besides (open, close, the buffer's growth, the string):

@@ -244,11 +244,13 @@ int run_script(struct run_opts *o, const struct target *t,
 		      "debug info (stap++ has its layouts from the layout "
 		      "database, but stap needs the DWARF and symbols of "
 		      "LuaJIT's VM for what this script may use)", src->path, db);
-		hint("samples/lj-lua-stacks.sxx and samples/lj-lua-bt.sxx run "
-		     "without them (a script says so with a header line '"
-		     STRIPPED_TAG "ok', docs/stock-binaries.md)");
-		hint("--runtime=bpf samples it (lj-lua-stacks, lj-lua-bt), no "
-		     "debug info needed");
+		hint("samples/lj-lua-stacks.sxx, lj-lua-bt.sxx, lj-vm-states.sxx, "
+		     "lj-lua-off-cpu.sxx and lj-lua-fio.sxx run without them (a "
+		     "script says so with a header line '" STRIPPED_TAG "ok', "
+		     "docs/stock-binaries.md)");
+		hint("--runtime=bpf runs lj-lua-stacks, lj-lua-bt, lj-vm-states, "
+		     "lj-lua-off-cpu, lj-lua-fio, ngx-lua-yield and lj-lua-alloc "
+		     "on it, no debug info needed");
 		hint("or install its debug symbols (a -dbgsym package, or a "
 		     "debuginfod server in DEBUGINFOD_URLS)");
 		rc = EXIT_FAIL;
