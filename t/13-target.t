@@ -72,6 +72,17 @@ for my $c (
 	golden($name, $args, $rc, $o, $e, \%subst);
 }
 
+# A library the target loads itself (dlopen: stock nginx's lua module and
+# its libluajit) is no dependency: $^libNAME_path finds it among the -d
+# paths, after the target's own libraries, with no warning.
+{
+	my ($rc, $o, $e) = stapxx('-e', 'probe begin { println("$^libgx_path") }', '--exec', $f->{nolib},
+		'-d', $f->{gx}, '--dump-src');
+	is($rc, 0, '-d library: expands') or diag($e);
+	like($o, qr/println\("\Q$f->{gx}\E"\)/, '-d library: $^libgx_path is the -d path') or diag($o);
+	unlike($e, qr/statically linked/, '-d library: no warning about a static link') or diag($e);
+}
+
 # What stap gets: -x for -x; for --master the master's PID as the module
 # global stapxx_master (-G), never -x (with -x SystemTap follows only the
 # master and its later children: workers that already run would be lost);

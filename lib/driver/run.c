@@ -175,6 +175,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	struct expansion x;
 	struct source *src;
 	struct dw_set *dw;
+	struct strv libs = {0};	/* $^lib*_path: the target's, then -d's */
 	int rc;
 	const char *db, *ngx;
 	char *stripped = NULL;
@@ -193,19 +194,24 @@ int run_script(struct run_opts *o, const struct target *t,
 	for (size_t i = 0; i < t->libs.n; i++) {
 		dw_set_add(dw, t->libs.v[i]);
 		strv_add(&o->stap.dpaths, t->libs.v[i]);
+		strv_add(&libs, t->libs.v[i]);
 	}
+	/* (a library that the target loads itself, such as the lua
+	   module's libluajit in a stock nginx, is a -d PATH) */
 	for (size_t i = 0; i < o->dextra.n; i++) {
 		dw_set_add(dw, o->dextra.v[i]);
 		if (strv_find(&o->stap.dpaths, o->dextra.v[i]) < 0)
 			strv_add(&o->stap.dpaths, o->dextra.v[i]);
+		if (strv_find(&libs, o->dextra.v[i]) < 0)
+			strv_add(&libs, o->dextra.v[i]);
 	}
 
 	eo.mode = o->mode;
 	eo.exec_path = t->exec;
 	eo.exec_comm = t->comm;
 	eo.target_pid = o->stap.pid ? o->stap.pid : o->stap.master;
-	eo.libs = t->libs.v;
-	eo.nlibs = t->libs.n;
+	eo.libs = libs.v;
+	eo.nlibs = libs.n;
 	eo.missing = t->missing.v;
 	eo.nmissing = t->missing.n;
 	eo.dw = dw;
@@ -266,6 +272,7 @@ out:
 	free(stripped);
 	expansion_free(&x);
 	dw_set_free(dw);
+	strv_free(&libs);
 	return rc;
 }
 
