@@ -50,8 +50,10 @@ for my $c (['gc64', 'nojit'], ['gc64', 'jit'], ['nogc64', 'nojit']) {
 }
 
 # lines=0 fullpath=0: basenames, no line frames; depth=3: cut, [truncated]
+# (heavy() of $N loops, as above: with run.lua's default a first sample in
+# main()'s own code, 3 frames deep, once left nothing to cut)
 {
-	my $pid = Bpf::spawn("$ROOT/build/luajit-gc64/bin/luajit", $run, 3600, 'nojit', 'plain');
+	my $pid = Bpf::spawn("$ROOT/build/luajit-gc64/bin/luajit", $run, 3600, 'nojit', 'plain', $N);
 	ok Bpf::ready($pid), 'options: the target runs';
 	my ($st, $out, $err) = Bpf::run('lj-lua-bt', ['-x', $pid], 'lines=0', 'fullpath=0');
 	is $st, 0, 'lines=0 fullpath=0: status 0' or diag $err;
