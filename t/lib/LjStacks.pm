@@ -275,9 +275,17 @@ sub check_seed {
 	my $total = $p->{total};
 	my $st = $p->{stats} // {};
 	# A few samples land where a frame is half set up (a fault, or an
-	# interpreter BASE that is no frame yet): skipped and counted.
-	Test::More::ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0),
-	               "$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?') . ')')
+	# interpreter BASE that is no frame yet): skipped and counted.  Apart:
+	# the C function below the Lua frames (pmain) has no symbol until stap
+	# knows the target's map, in the first samples of a session (16 of
+	# 1,657 once under load; t/32 counts the same window), at most 5%.
+	my ($nosym) = join("\n", @{ $p->{warnings} // [] })
+		=~ /^WARNING: lj-lua-stacks: (\d+) samples skipped: no symbol for the C function at /m;
+	$nosym //= 0;
+	Test::More::ok($nosym <= 0.05 * ($st->{samples} // 0)
+		&& ($st->{skipped} // 1e9) - $nosym <= 0.01 * ($st->{samples} // 0),
+		"$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?')
+		. ($nosym ? ", and $nosym before stap had the C function's symbol" : '') . ')')
 		or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
 	# The probe reports its own cost: measured, so only its presence and
 	# a sane range are checked (TCG runs the probe ~10x slower than a CPU).
