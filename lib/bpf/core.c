@@ -333,17 +333,8 @@ uint64_t ljb_core_G(struct ljb_core *c, pid_t pid)
 {
 	__u32 k = pid;
 	struct ljb_proc v = {0};
-	int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
-	uint64_t g;
 
-	if (have && v.g)
-		return v.g;
-	g = ljb_find_G(pid, &c->ly, c->st);
-	if (!g)
-		g = ljb_vm_scan(pid, &c->ly, c->st);
-	if (g && have)
-		put_proc(c, pid, g, 1);
-	return g;
+	return bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0 ? v.g : 0;
 }
 
 /* Whether the session's target is still there. */

@@ -166,10 +166,9 @@ int ljb_core_load_error(void);
 int ljb_core_start(struct ljb_core *c);
 
 /*
- * ljb_core_G - the global_State of the target process PID (after
- * ljb_core_start), found now where the samples have not found it yet:
- * from its symbols, else in its memory (ljb_vm_scan); the kernel gets it
- * too.  0 when none is found.
+ * ljb_core_G - the global_State of the target process PID as the kernel
+ * has it: after ljb_core_start, which looked for it in PID's symbols and
+ * then its memory, or a later refresh.  0 when none is found (yet).
  */
 uint64_t ljb_core_G(struct ljb_core *c, pid_t pid);
 
