@@ -89,13 +89,27 @@ SH
 
 # Shell: RUN (staprun) with its stdout in stap.out, then stop the $ping load,
 # run POST, stop nginx, and print stderr, nginx's alerts and "== stdout".
+# For a read the walk could not do (an address in stap.err): the
+# workers' mapping holding it and its page's /proc/PID/pagemap entry
+# (bit 63 present, 62 swapped), to tell a page briefly not present from
+# a bad address when a test fails on it (docs/lj-gco-ref.md).
+use constant PAGES_SH => <<'SH';
+for a in $(grep -o 'at 0x[0-9a-f]*' stap.err | cut -c4- | sort -u | head -5); do
+	for w in $(pgrep -P $master); do
+		m=$(while read -r r rest; do case $r in ffffffff*) continue;; esac; lo=0x${r%-*}; hi=0x${r#*-}; [ $((a)) -ge $((lo)) ] && [ $((a)) -lt $((hi)) ] && echo "$r $rest"; done < /proc/$w/maps)
+		e=$(dd if=/proc/$w/pagemap bs=8 skip=$((a / 4096)) count=1 2>/dev/null | od -An -tx8 | tr -d ' ')
+		echo "# address $a in worker $w: mapping ${m:-none}; pagemap entry ${e:-unreadable}"
+	done
+done
+SH
+
 sub _stop_and_print {
 	my ($run, $post) = @_;
 	return <<"SH";
 $run > stap.out 2> stap.err
 rc=\$?
 cat stap.err
-kill \$ping
+@{[ PAGES_SH ]}kill \$ping
 wait \$ping 2>/dev/null
 $post
 kill -QUIT \$master
