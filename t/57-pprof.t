@@ -118,6 +118,19 @@ my $tags = gopprof('-tags', $lab);
 like($tags, qr/^ host: Total 9\.7s\n\s+9\.7s \(  100%\): web1$/m, '-tags: host');
 like($tags, qr/^ service: Total.*\n.*: nginx$/m, '-tags: service');
 like($tags, qr/^ pid: Total.*\n.*: 120$/m, '-tags: pid');
+# the eBPF backend's header names the target's cgroup and container
+# (t/80): labels of every sample, --label's value first
+spit("$out/cg.txt", "# stap++ cgroup=/docker/0a1b container=0a1b\n" . slurp("$fx/nginx-cpu.txt"));
+$tags = gopprof('-tags', profile('cgroup', "$out/cg.txt"));
+like($tags, qr/^ cgroup: Total 9\.7s\n\s+9\.7s \(  100%\): \/docker\/0a1b$/m, 'header cgroup=: a label');
+like($tags, qr/^ container: Total.*\n.*: 0a1b$/m, 'header container=: a label');
+$tags = gopprof('-tags', profile('cgroup-label', "--label container=web $out/cg.txt"));
+like($tags, qr/^ container: Total.*\n.*: web$/m, '--label container= wins over the header');
+unlike($tags, qr/\): 0a1b$/m, '--label container=: the header\'s value left out');
+spit("$out/cg2.txt", "# stap++ cgroup=/docker/ff\na\n\t1\n");
+my ($cg_o, $cg_e, $cg_rc) = run("$pprof $out/cg.txt $out/cg2.txt > /dev/null");
+is_deeply([$cg_rc, $cg_e], [1, "$out/cg2.txt:1: error: header cgroup=/docker/ff, but the input so far has cgroup=/docker/0a1b\n"],
+          'inputs of two cgroups: an error');
 $r = raw(gopprof('-raw', $lab));
 is($r->{time}, '2026-11-23 03:50:45.5 +0000 UTC', '--time RFC 3339 in -raw');
 is($r->{duration}, '10s', '--duration in -raw');

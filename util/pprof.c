@@ -45,7 +45,9 @@ static const char usage[] =
 	"                      (2026-11-23T03:50:45Z, 2026-11-23T04:50:45.5+01:00)\n"
 	"  --duration SECS     how long sampling lasted (10 or 2.5)\n"
 	"  --label KEY=VALUE   attach a string label to every sample (repeatable;\n"
-	"                      'go tool pprof -tags' lists them)\n"
+	"                      'go tool pprof -tags' lists them); the input's\n"
+	"                      'cgroup=' and 'container=' headers are labels too,\n"
+	"                      unless --label gives that key\n"
 	"  --split DIR         one profile per '# stap++ profile start=NS' block,\n"
 	"                      written to DIR/START_NS.pb.gz\n"
 	"  -h, --help          show this help\n"
@@ -203,16 +205,41 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		c->inputs[c->ninputs++] = "-";
 }
 
-/* The options for a profile: the command line's, else the input's. */
+/* Whether LABELS (N "KEY=VALUE") has one of KEY. */
+static int has_key(char **labels, size_t n, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(labels[i], key, k) && labels[i][k] == '=')
+			return 1;
+	return 0;
+}
+
+/* The options for a profile: the command line's, else the input's.  The
+ * labels: --label's, then the input's headers' (cgroup=, container=)
+ * whose key --label does not give; free o->labels[nlabels0...] and
+ * o->labels with free_options(). */
 static void options(struct pprof_options *o, const struct cli *c,
 		    const struct pprof_input *in)
 {
 	o->type = c->type ? c->type : in->type ? in->type : PPROF_CPU;
 	o->hz = c->hz ? c->hz : in->hz ? in->hz : 1000;
-	o->labels = c->labels;
+	o->labels = xcalloc(c->nlabels + PPROF_NLABELS + 1, sizeof *o->labels);
+	memcpy(o->labels, c->labels, c->nlabels * sizeof *o->labels);
 	o->nlabels = c->nlabels;
+	for (int k = 0; k < PPROF_NLABELS; k++)
+		if (in->label[k] && !has_key(c->labels, c->nlabels, pprof_label_keys[k]))
+			o->labels[o->nlabels++] = xasprintf("%s=%s", pprof_label_keys[k], in->label[k]);
 	o->time_ns = c->time_ns >= 0 ? c->time_ns : in->blocks[0].start_ns;
 	o->duration_ns = c->duration_ns >= 0 ? c->duration_ns : in->blocks[0].duration_ns;
+}
+
+static void free_options(struct pprof_options *o, const struct cli *c)
+{
+	for (size_t i = c->nlabels; i < o->nlabels; i++)
+		free(o->labels[i]);
+	free(o->labels);
 }
 
 static void write_profile(const struct flame_table *t, const struct pprof_options *o,
@@ -244,6 +271,7 @@ static void write_block(const struct pprof_input *in, struct pprof_block *b, voi
 	o.duration_ns = b->duration_ns;
 	path = xasprintf("%s/%" PRId64 ".pb.gz", c->split, b->start_ns);
 	write_profile(&b->t, &o, path);
+	free_options(&o, c);
 	free(path);
 }
 
@@ -268,6 +296,7 @@ int main(int argc, char **argv)
 	if (!c.split) {
 		options(&o, &c, &in);
 		write_profile(&in.blocks[0].t, &o, c.output);
+		free_options(&o, &c);
 	}
 	pprof_input_free(&in);
 	free(c.labels);

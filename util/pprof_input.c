@@ -52,7 +52,11 @@ struct header {
 	enum pprof_type type;
 	uint64_t hz;
 	int64_t start_ns, duration_ns;	/* -1: not given */
+	const char *label[PPROF_NLABELS];	/* the value, in the line; NULL: not given */
+	size_t label_len[PPROF_NLABELS];
 };
+
+const char *const pprof_label_keys[PPROF_NLABELS] = { "cgroup", "container" };
 
 /* Name FILE:LINE in the next error message (line 0: FILE alone). */
 static void at(const char *file, size_t line)
@@ -128,6 +132,13 @@ static int parse_header(const char *file, size_t line, const char *s, size_t len
 		} else if (KEY("duration")) {
 			h->duration_ns = header_number(file, line, "duration", eq + 1,
 						       (size_t)(p - eq - 1), 0);
+		} else {
+			for (int k = 0; k < PPROF_NLABELS; k++)
+				if ((size_t)(eq - w) == strlen(pprof_label_keys[k]) &&
+				    !memcmp(w, pprof_label_keys[k], (size_t)(eq - w))) {
+					h->label[k] = eq + 1;
+					h->label_len[k] = (size_t)(p - eq - 1);
+				}
 		}
 #undef KEY
 	}
@@ -253,6 +264,19 @@ void pprof_read_mem(struct pprof_input *in, const char *name, const char *text,
 			at(name, line);
 			die("with --split, type= and hz= must come before the first profile block");
 		}
+		for (int k = 0; k < PPROF_NLABELS; k++) {
+			const char *key = pprof_label_keys[k], *v = h.label[k];
+			size_t n = h.label_len[k], m = in->label[k] ? strlen(in->label[k]) : 0;
+			if (!v)
+				continue;
+			if (in->label[k] && (m != n || memcmp(in->label[k], v, n))) {
+				at(name, line);
+				die("header %s=%.*s, but the input so far has %s=%s", key, (int)n, v,
+				    key, in->label[k]);
+			}
+			if (!in->label[k])
+				in->label[k] = xstrndup(v, n);
+		}
 		if (h.type)
 			in->type = h.type;
 		if (h.hz)
@@ -300,5 +324,7 @@ void pprof_input_free(struct pprof_input *in)
 	for (i = 0; i < in->nblocks; i++)
 		flame_table_free(&in->blocks[i].t);
 	free(in->blocks);
+	for (i = 0; i < PPROF_NLABELS; i++)
+		free(in->label[i]);
 	memset(in, 0, sizeof *in);
 }

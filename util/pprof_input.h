@@ -10,7 +10,9 @@
  * A header line is "# stap++" then space-separated KEY=VALUE words; a
  * first word "profile" starts a new profile block.  Known keys: type
  * (cpu, bytes, us), hz (samples per second), start (Unix time in ns),
- * duration (ns).  Unknown keys are ignored, so producers can add more.
+ * duration (ns), and the labels of every sample: cgroup (the target's
+ * cgroup path) and container (the container ID in it), which the eBPF
+ * backend prints.  Unknown keys are ignored, so producers can add more.
  * Header lines may stand anywhere between stacks; they are read as empty
  * lines by the stack reader, so line numbers in errors stay right.
  */
@@ -21,6 +23,11 @@
 #include <stdint.h>
 
 #include "flame.h"
+
+/* The header keys that label every sample, in the order of
+ * pprof_input.label. */
+#define PPROF_NLABELS 2
+extern const char *const pprof_label_keys[PPROF_NLABELS];	/* cgroup, container */
 
 /* What the sample counts are. */
 enum pprof_type {
@@ -49,6 +56,7 @@ struct pprof_block {
 struct pprof_input {
 	enum pprof_type type;	/* from "type=" headers; UNSET if none */
 	uint64_t hz;		/* from "hz=" headers; 0 if none */
+	char *label[PPROF_NLABELS];	/* from the label headers (malloc'd); NULL if none */
 	struct pprof_block *blocks;
 	size_t nblocks;
 };
@@ -66,8 +74,8 @@ typedef void pprof_emit_fn(const struct pprof_input *in, struct pprof_block *b,
  * block, a block without start= or with the start of an earlier one, and
  * type= or hz= first given after a block are errors.  Dies with
  * "FILE:LINE: error: ..." on bad input (flame_read's errors, bad header
- * values, an input whose headers disagree with an earlier input's type or
- * hz). */
+ * values, an input whose headers disagree with an earlier input's type,
+ * hz, cgroup or container). */
 void pprof_read(struct pprof_input *in, const char *path, pprof_emit_fn *emit, void *ctx);
 
 /* The same for the LEN bytes of TEXT (not changed; a missing final newline
