@@ -278,6 +278,24 @@ static uint64_t from_scan(struct ljb_core *c, pid_t pid)
 	return ljb_vm_scan(pid, &c->ly, c->st);
 }
 
+/* Notes where PID runs (struct ljb_origin), once. */
+static void add_origin(struct ljb_core *c, pid_t pid)
+{
+	for (size_t i = 0; i < c->norigins; i++)
+		if (c->origins[i].pid == pid)
+			return;
+	c->origins = xrealloc(c->origins, (c->norigins + 1) * sizeof(*c->origins));
+	c->origins[c->norigins++] = (struct ljb_origin){ pid, proc_nspid(pid), proc_cgroup(pid) };
+}
+
+static const struct ljb_origin *origin(const struct ljb_core *c, pid_t pid)
+{
+	for (size_t i = 0; i < c->norigins; i++)
+		if (c->origins[i].pid == pid)
+			return &c->origins[i];
+	return NULL;
+}
+
 /* Gives the kernel PID's entry: its global_State G (0: not found yet),
  * and where its trace exits run.  HAVE: the map has one already. */
 static void put_proc(struct ljb_core *c, pid_t pid, uint64_t g, int have)
@@ -286,6 +304,8 @@ static void put_proc(struct ljb_core *c, pid_t pid, uint64_t g, int have)
 	struct ljb_proc v = {0};
 	uint64_t lo = 0, hi = 0;
 
+	if (!have)
+		add_origin(c, pid);
 	if (g && !c->vm_named)
 		name_vm(c, pid, g);
 	/* (the kernel counts the samples before: "before the VM was
@@ -462,7 +482,11 @@ static int map_offset(pid_t pid, uint64_t addr, char *path, size_t size, unsigne
 		    addr < lo || addr >= hi || line[n] != '/')
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		snprintf(path, size, "%s", line + n);
+		char *host = NULL;
+		if (pid && proc_file(pid, line + n, &host) < 0)
+			break;
+		snprintf(path, size, "%s", host ? host : line + n);
+		free(host);
 		*off = addr - lo + pgoff;
 		rc = 0;
 	}
@@ -747,6 +771,15 @@ unsigned long long ljb_core_print(struct ljb_core *c, long limit)
 {
 	unsigned long long total = 0;
 
+	/* where the first process runs, for util/pprof's labels */
+	if (c->norigins && c->origins[0].cgroup) {
+		char *id = cgroup_container_id(c->origins[0].cgroup);
+		printf("# stap++ cgroup=%s", c->origins[0].cgroup);
+		if (id)
+			printf(" container=%s", id);
+		putchar('\n');
+		free(id);
+	}
 	/* (the ids keep indexes into texts: sort a copy) */
 	struct ljb_text *v = xmalloc((c->ntexts + 1) * sizeof(*v));
 	memcpy(v, c->texts, c->ntexts * sizeof(*v));
@@ -810,6 +843,20 @@ void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what)
 	for (size_t i = 0; i < np && i < 16; i++)
 		fprintf(stderr, " %u:%llu", pc[i].pid, pc[i].n);
 	fputc('\n', stderr);
+	for (size_t i = 0; i < np && i < 16; i++) {
+		const struct ljb_origin *o = origin(c, (pid_t)pc[i].pid);
+		char *id = o && o->cgroup ? cgroup_container_id(o->cgroup) : NULL;
+		if (!o)
+			continue;
+		fprintf(stderr, "WARNING: %s: process %u", c->t.name, pc[i].pid);
+		if (o->nspid && o->nspid != o->pid)
+			fprintf(stderr, " (PID %d in its PID namespace)", (int)o->nspid);
+		fprintf(stderr, ": cgroup %s", o->cgroup ? o->cgroup : "(unknown)");
+		if (id)
+			fprintf(stderr, ", container %s", id);
+		fputc('\n', stderr);
+		free(id);
+	}
 	free(pc);
 }
 
@@ -858,6 +905,9 @@ void ljb_core_free(struct ljb_core *c)
 	free(c->ids);
 	free(c->bad_g);
 	free(c->scans);
+	for (size_t i = 0; i < c->norigins; i++)
+		free(c->origins[i].cgroup);
+	free(c->origins);
 	buf_free(&libbpf_log);
 	memset(c, 0, sizeof(*c));
 }

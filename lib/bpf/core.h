@@ -93,6 +93,10 @@ struct ljb_core {
 	size_t nbad_g;
 	struct ljb_scan { pid_t pid; double next; } *scans;
 	size_t nscans;
+	/* where the processes sampled run, read when first seen (a process
+	   may be gone by the end): PID in its own PID namespace, cgroup */
+	struct ljb_origin { pid_t pid, nspid; char *cgroup; } *origins;
+	size_t norigins;
 };
 
 /* After loading SKEL (any skeleton of a program on lj_walk.bpf.h): gives

@@ -3,6 +3,7 @@
 #include "bpf/symbolize.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "target/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,7 +186,16 @@ struct ljb_symtab *ljb_symtab_load(pid_t pid)
 		if (!strchr(perm, 'x') || file[0] != '/' || strv_find(&seen, file) >= 0)
 			continue;
 		strv_add(&seen, file);
-		add_file(st, file, lo, hi, off);
+		/* in a container: the process's file, not ours of that name */
+		char *host;
+		if (proc_file(pid, file, &host) < 0) {
+			fclose(f);
+			strv_free(&seen);
+			ljb_symtab_free(st);
+			return NULL;
+		}
+		add_file(st, host, lo, hi, off);
+		free(host);
 	}
 	fclose(f);
 	strv_free(&seen);

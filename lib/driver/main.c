@@ -34,8 +34,8 @@ static const char usage_text[] =
 "                      the PID goes to the module global stapxx_master\n"
 "                      (stap -G), not to stap -x, which would hide the\n"
 "                      workers that already run from SystemTap\n"
-"  --master -          with --exec: build a master-mode module without a\n"
-"                      running process; run it with\n"
+"  --master -          with --exec or --sample-pid: build a master-mode\n"
+"                      module without a running process; run it with\n"
 "                      'staprun MOD.ko stapxx_master=MASTER_PID'\n"
 "                      (without it: processes named like the exec)\n"
 "  --exec PATH         the executable (no process needed; libraries from\n"
@@ -43,6 +43,8 @@ static const char usage_text[] =
 "                      traces the process given to 'staprun -x PID' at run\n"
 "                      time, or else every process named like PATH\n"
 "  --sample-pid PID    take executable and libraries from PID, like --exec\n"
+"                      (a process in a container: from its root, for a\n"
+"                      module that runs where the container runs)\n"
 "  -c CMD              run CMD and trace it (stap -c); exec = its 1st word\n"
 "\n"
 "Script:\n"
@@ -293,12 +295,12 @@ static void parse_options(struct options *o, int argc, char **argv)
 		usage_die("-x and --master exclude each other");
 	if (o->pid && o->sample_pid)
 		usage_die("-x and --sample-pid exclude each other");
-	if (o->master && o->sample_pid)
-		usage_die("--master and --sample-pid exclude each other");
+	if (o->master && strcmp(o->master, "-") != 0 && o->sample_pid)
+		usage_die("--master PID and --sample-pid exclude each other");
 	if (o->run.stap.cmd && (o->pid || o->master))
 		usage_die("-c excludes -x and --master");
-	if (o->master && strcmp(o->master, "-") == 0 && !o->exec)
-		usage_die("--master - (no running master) needs --exec PATH");
+	if (o->master && strcmp(o->master, "-") == 0 && !o->exec && !o->sample_pid)
+		usage_die("--master - (no running master) needs --exec PATH or --sample-pid PID");
 }
 
 /* How $^pid_ok decides (expand/expand.h), from the target options:

@@ -80,6 +80,49 @@ static const char *write_for_stap(const char *root, const char *rel,
 	return from->v[from->n - 1];
 }
 
+/* P as the target names it: without ROOT (its /proc/PID/root). */
+static const char *in_target(const char *root, const char *p)
+{
+	size_t n = root ? strlen(root) : 0;
+
+	return n && !strncmp(p, root, n) && p[n] == '/' ? p + n : p;
+}
+
+/*
+ * A target in another mount namespace: stap reads its binaries through
+ * --sysroot, and the module probes them by the paths the target names
+ * them, which is how the kernel shows them to the task finder.  stap
+ * resolves its sysroot to a real path, and /proc/PID/root reads as "/",
+ * so each -d binary is copied into the temp dir at its path in the
+ * target: ROOT stripped (a -d file of ours keeps its path).  Rewrites
+ * the -d paths to those; *dir: the sysroot (malloc'd).  0, or -1 after
+ * error().
+ */
+static int make_sysroot(struct stap_opts *s, const char *root, char **dir)
+{
+	if (!tmpdir_create())
+		return -1;
+	for (size_t i = 0; i < s->dpaths.n; i++) {
+		const char *p = s->dpaths.v[i], *t = in_target(root, p);
+		char *rel, *copy;
+		if (p[0] != '/')
+			continue;	/* a kernel module's name */
+		rel = xasprintf("sysroot%s", t);
+		copy = tmpdir_copy(rel, p);
+		free(rel);
+		if (!copy)
+			return -1;
+		free(copy);
+		char *own = xstrdup(t);
+		free(s->dpaths.v[i]);
+		s->dpaths.v[i] = own;
+	}
+	*dir = xasprintf("%s/sysroot", tmpdir_path());
+	info(1, "a target in another mount namespace: its binaries copied to '%s' "
+	     "for stap --sysroot", *dir);
+	return 0;
+}
+
 static int run_stap(struct run_opts *o, struct expansion *x)
 {
 	struct strv from = {0}, to = {0}, argv = {0};
@@ -172,13 +215,13 @@ int run_script(struct run_opts *o, const struct target *t,
 	       const struct strv *dirs)
 {
 	struct expand_opts eo = {0};
-	struct expansion x;
+	struct expansion x = {0};
 	struct source *src;
 	struct dw_set *dw;
 	struct strv libs = {0};	/* $^lib*_path: the target's, then -d's */
 	int rc;
 	const char *db, *ngx;
-	char *stripped = NULL;
+	char *stripped = NULL, *sysroot = NULL;
 
 	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
 					       strlen(o->script_text))
@@ -206,8 +249,27 @@ int run_script(struct run_opts *o, const struct target *t,
 			strv_add(&libs, o->dextra.v[i]);
 	}
 
+	/* (a target in a container: the script names its files as it does) */
+	for (size_t i = 0; i < libs.n; i++) {
+		const char *p = in_target(t->root, libs.v[i]);
+		if (p != libs.v[i]) {
+			char *own = xstrdup(p);
+			free(libs.v[i]);
+			libs.v[i] = own;
+		}
+	}
+	o->target_root = t->root;
+	if (t->root) {
+		if (make_sysroot(&o->stap, t->root, &sysroot) < 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		o->stap.sysroot = sysroot;
+	}
+	eo.target_root = t->root;
+	eo.sysroot = sysroot;
 	eo.mode = o->mode;
-	eo.exec_path = t->exec;
+	eo.exec_path = t->exec ? in_target(t->root, t->exec) : NULL;
 	eo.exec_comm = t->comm;
 	eo.target_pid = o->stap.pid ? o->stap.pid : o->stap.master;
 	eo.libs = libs.v;
@@ -233,9 +295,11 @@ int run_script(struct run_opts *o, const struct target *t,
 				o->args[i].name);
 	if (rc)
 		goto out;
-	for (size_t i = 0; i < x.modules.n; i++)
-		if (strv_find(&o->stap.dpaths, x.modules.v[i]) < 0)
-			strv_add(&o->stap.dpaths, x.modules.v[i]);
+	for (size_t i = 0; i < x.modules.n; i++) {
+		const char *m = in_target(t->root, x.modules.v[i]);
+		if (strv_find(&o->stap.dpaths, m) < 0)
+			strv_add(&o->stap.dpaths, m);
+	}
 	if (o->dump_src) {
 		dump_src(&x);
 		rc = flush_stdout();
@@ -270,6 +334,8 @@ int run_script(struct run_opts *o, const struct target *t,
 	rc = run_stap(o, &x);
 out:
 	free(stripped);
+	free(sysroot);
+	o->stap.sysroot = NULL;
 	expansion_free(&x);
 	dw_set_free(dw);
 	strv_free(&libs);

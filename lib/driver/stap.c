@@ -131,12 +131,12 @@ static int track(char *path, int isdir)
 
 char *tmpdir_write(const char *rel, const char *data, size_t len)
 {
-	const char *slash = strchr(rel, '/');
+	const char *slash;
 	char *path;
 
 	if (!tmp_root[0] && !tmpdir_create())
 		return NULL;
-	if (slash) {
+	for (slash = strchr(rel, '/'); slash; slash = strchr(slash + 1, '/')) {
 		char *dir = xasprintf("%s/%.*s", tmp_root, (int)(slash - rel),
 				      rel);
 		int known = 0;
@@ -161,6 +161,20 @@ char *tmpdir_write(const char *rel, const char *data, size_t len)
 		free(path);
 		return NULL;
 	}
+	return path;
+}
+
+char *tmpdir_copy(const char *rel, const char *from)
+{
+	size_t len;
+	char *data = read_file(from, &len), *path;
+
+	if (!data) {
+		error("cannot read '%s': %s", from, strerror(errno));
+		return NULL;
+	}
+	path = tmpdir_write(rel, data, len);
+	free(data);
 	return path;
 }
 
@@ -252,6 +266,8 @@ void stap_argv(const struct stap_opts *o, struct strv *out)
 		add2(out, "-D", o->defines.v[i]);
 	for (size_t i = 0; i < o->dpaths.n; i++)
 		add2(out, "-d", o->dpaths.v[i]);
+	if (o->sysroot)
+		strv_take(out, xasprintf("--sysroot=%s", o->sysroot));
 	if (o->tapset_dir)
 		add2(out, "-I", o->tapset_dir);
 	if (o->pid > 0) {

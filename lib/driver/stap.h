@@ -21,9 +21,13 @@ const char *tmpdir_create(void);
 const char *tmpdir_path(void);
 
 /* Write DATA to REL (e.g. "tapset/a.b.stp") inside the temp dir, creating
- * one level of subdirectory if needed.  Returns the full path (malloc'd),
- * or NULL after error(). */
+ * the subdirectories it needs.  Returns the full path (malloc'd), or NULL
+ * after error(). */
 char *tmpdir_write(const char *rel, const char *data, size_t len);
+
+/* Copy file FROM to REL inside the temp dir as tmpdir_write() does (mode
+ * 0644).  Returns the full path (malloc'd), or NULL after error(). */
+char *tmpdir_copy(const char *rel, const char *from);
 
 /* Keep the temp dir at exit (stap++ -k). */
 void tmpdir_keep(void);
@@ -41,6 +45,7 @@ struct stap_opts {
 	const char *module;	/* -m NAME */
 	const char *krelease;	/* -r KRELEASE */
 	const char *runtime;	/* -R DIR */
+	const char *sysroot;	/* --sysroot=DIR (a target in a container) */
 	const char *outfile;	/* -o FILE */
 	struct strv kbuild;	/* -B NAME=VAL */
 	int keep;		/* -k */

@@ -12,6 +12,23 @@
 
 enum dwop { DW_SIZEOF, DW_OFFSETOF, DW_HAS_MEMBER, DW_HAS_TYPE, DW_ENUM };
 
+/* PATH as the target names it: without o->target_root. */
+static const char *target_path(const struct expand_opts *o, const char *path)
+{
+	size_t n = o->target_root ? strlen(o->target_root) : 0;
+
+	return n && path && !strncmp(path, o->target_root, n) && path[n] == '/' ? path + n : path;
+}
+
+/* @var's binary PATH: for a target in a container, the copy in stap's
+ * sysroot (malloc'd). */
+static char *var_module(const struct expand_opts *o, const char *path)
+{
+	const char *t = target_path(o, path);
+
+	return t != path && o->sysroot ? xasprintf("%s%s", o->sysroot, t) : xstrdup(path);
+}
+
 static const struct {
 	const char *name;
 	enum dwop op;
@@ -228,7 +245,9 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 			add_quoted(out, s);
 			free(s);
 			buf_adds(out, ", ");
-			add_quoted(out, mod);
+			char *vm = var_module(c->o, mod);
+			add_quoted(out, vm);
+			free(vm);
 			buf_addc(out, ')');
 			if (strv_find(&c->x->modules, mod) < 0)
 				strv_add(&c->x->modules, mod);
@@ -274,7 +293,7 @@ static void do_layout_db(struct xctx *c, size_t at, const char *key,
 	v[4] = vm.exit_lo;
 	v[5] = vm.exit_hi;
 	if (k == 1)
-		add_quoted(out, path ? path : "");
+		add_quoted(out, path ? target_path(c->o, path) : "");
 	else if ((long long)v[k] >= 0)
 		buf_addf(out, "%llu", v[k]);
 	else	/* stap's numbers are signed 64-bit */

@@ -78,6 +78,13 @@ struct expand_opts {
 				   not found (names): $^lib*_path errors */
 	size_t nmissing;
 	struct dw_set *dw;	/* NULL: DWARF macros are errors */
+	const char *target_root;	/* the prefix under which the DWARF's
+				   binaries were read when the target runs in a
+				   container ("/proc/PID/root"), left out of
+				   the paths written into the script; or NULL */
+	const char *sysroot;	/* then: stap's --sysroot, where @var's
+				   binaries are named (stap looks them up
+				   without it) */
 	char *const *incdirs;	/* module search path, in order */
 	size_t nincdirs;
 	struct expand_arg *args;	/* --arg values */

@@ -66,6 +66,59 @@ static void strip_deleted(char *p, const char *what)
 	}
 }
 
+static int same_file(const char *a, const char *b, int *same)
+{
+	struct stat sa, sb;
+
+	if (stat(a, &sa) < 0 || stat(b, &sb) < 0)
+		return -1;
+	*same = sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return 0;
+}
+
+int proc_foreign(pid_t pid)
+{
+	static pid_t last;
+	static int last_foreign;
+	char ns[64], root[64];
+	int same_ns, same_root;
+
+	if (pid == last)
+		return last_foreign;
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+	if (same_file(ns, "/proc/self/ns/mnt", &same_ns) < 0)
+		return proc_error(pid, "ns/mnt", errno);
+	snprintf(root, sizeof(root), "/proc/%d/root/", (int)pid);
+	if (same_file(root, "/", &same_root) < 0)
+		return proc_error(pid, "root", errno);
+	last = pid;
+	last_foreign = !same_ns || !same_root;
+	return last_foreign;
+}
+
+char *proc_mntns(pid_t pid)
+{
+	char link[64], buf[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/ns/mnt", (int)pid);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+int proc_file(pid_t pid, const char *path, char **out)
+{
+	int foreign = proc_foreign(pid);
+
+	if (foreign < 0)
+		return -1;
+	*out = foreign ? xasprintf("/proc/%d/root%s", (int)pid, path) : xstrdup(path);
+	return 0;
+}
+
 int proc_exe(pid_t pid, char **out)
 {
 	char link[64], buf[PATH_MAX];
@@ -77,8 +130,101 @@ int proc_exe(pid_t pid, char **out)
 		return proc_error(pid, "exe", errno);
 	buf[n] = '\0';
 	strip_deleted(buf, "executable");
-	*out = xstrdup(buf);
+	if (proc_file(pid, buf, out) < 0)
+		return -1;
+	if (strcmp(*out, buf) != 0 && access(*out, R_OK) != 0) {
+		char *ns = proc_mntns(pid);
+		error("cannot read the executable of process %d, '%s' in its mount namespace "
+		      "%s, as '%s': %s", (int)pid, buf, ns ? ns : "(unknown)", *out,
+		      strerror(errno));
+		free(ns);
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	if (strcmp(*out, buf) != 0) {
+		char *ns = proc_mntns(pid);
+		info(1, "process %d runs in another mount namespace (%s): its files are read "
+		     "under /proc/%d/root", (int)pid, ns ? ns : "?", (int)pid);
+		free(ns);
+	}
 	return 0;
+}
+
+pid_t proc_nspid(pid_t pid)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	long last = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (getline(&line, &cap, f) > 0) {
+		char *p = line, *end;
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		for (p += 6;; p = end) {
+			long v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			last = v;
+		}
+		break;
+	}
+	free(line);
+	fclose(f);
+	return last > 0 && last <= INT_MAX ? (pid_t)last : 0;
+}
+
+char *proc_cgroup(pid_t pid)
+{
+	char path[64], *line = NULL, *v2 = NULL, *memory = NULL, *first = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return NULL;
+	while (getline(&line, &cap, f) > 0) {
+		/* ID:CONTROLLERS:PATH */
+		char *c = strchr(line, ':'), *p = c ? strchr(c + 1, ':') : NULL;
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		if (!first)
+			first = xstrdup(p + 1);
+		if (!v2 && p == c + 1 && strncmp(line, "0:", 2) == 0)
+			v2 = xstrdup(p + 1);
+		else if (!memory && p - c - 1 == 6 && strncmp(c + 1, "memory", 6) == 0)
+			memory = xstrdup(p + 1);
+	}
+	free(line);
+	fclose(f);
+	/* (a hybrid host's v2 line may say only "/") */
+	char *r = v2 && strcmp(v2, "/") != 0 ? v2 : memory ? memory : v2 ? v2 : first;
+	if (r != v2)
+		free(v2);
+	if (r != memory)
+		free(memory);
+	if (r != first)
+		free(first);
+	return r;
+}
+
+char *cgroup_container_id(const char *cg)
+{
+	const char *best = NULL;
+
+	for (const char *p = cg; *p; p++) {
+		size_t n = strspn(p, "0123456789abcdef");
+		if (n == 64 && (p == cg || !isxdigit((unsigned char)p[-1])))
+			best = p;
+		if (n)
+			p += n - 1;
+	}
+	return best ? xstrndup(best, 64) : NULL;
 }
 
 char *proc_comm(pid_t pid)
@@ -226,8 +372,11 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out)
 	char path[64], *line = NULL;
 	size_t cap = 0;
 	struct strv mapped = {0}, order = {0};
+	int foreign = proc_foreign(pid);
 	FILE *f;
 
+	if (foreign < 0)
+		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -240,13 +389,14 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out)
 		n = strlen(p);
 		if (n && p[n - 1] == '\n')
 			p[--n] = '\0';
-		if (strcmp(p, exe) == 0 || !is_shared_object(p))
+		if (!is_shared_object(p))
 			continue;
-		if (strv_find(&mapped, p) < 0) {
-			strip_deleted(p, "library");
-			if (strv_find(&mapped, p) < 0)
-				strv_add(&mapped, p);
-		}
+		strip_deleted(p, "library");
+		char *host = foreign ? xasprintf("/proc/%d/root%s", (int)pid, p) : xstrdup(p);
+		if (strcmp(host, exe) == 0 || strv_find(&mapped, host) >= 0)
+			free(host);
+		else
+			strv_take(&mapped, host);
 	}
 	free(line);
 	if (ferror(f)) {
@@ -258,7 +408,19 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out)
 	fclose(f);
 	/* Load order: what the loader loads at start-up first (ldd order),
 	 * then libraries loaded later (dlopen) in address order. */
-	ldd_libs(exe, &order, NULL);
+	if (!foreign) {
+		ldd_libs(exe, &order, NULL);
+	} else {
+		/* ldd would load ours: the loader mapped each library below
+		   the one before (mmap goes down), so the load order is by
+		   address, highest first; the loader itself, which the kernel
+		   mapped before them, comes last, as in ldd's list */
+		for (size_t i = mapped.n; i-- > 0;) {
+			const char *b = strrchr(mapped.v[i], '/');
+			if (strncmp(b ? b + 1 : mapped.v[i], "ld-", 3) != 0)
+				strv_add(&order, mapped.v[i]);
+		}
+	}
 	for (size_t i = 0; i < order.n; i++)
 		if (strv_find(&mapped, order.v[i]) >= 0 &&
 		    strv_find(out, order.v[i]) < 0)

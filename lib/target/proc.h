@@ -20,16 +20,53 @@
 int parse_pid(const char *opt, const char *s, pid_t *out);
 
 /* Executable of running process PID (real path, without the " (deleted)"
- * suffix, which gets a warning).  *out is malloc'd; the caller frees it. */
+ * suffix, which gets a warning), as stap++ opens it (proc_file()): under
+ * /proc/PID/root for a process in another mount namespace.  *out is
+ * malloc'd; the caller frees it. */
 int proc_exe(pid_t pid, char **out);
+
+/* Whether process PID names files by paths that are not ours: it runs in
+ * another mount namespace or under another root (a container, a chroot).
+ * 1 or 0; -1 after error() (the process is gone, or its namespace cannot
+ * be read).  The answer for the last PID asked is kept. */
+int proc_foreign(pid_t pid);
+
+/* The path by which stap++ opens the file that process PID names PATH
+ * (in /proc/PID/exe or maps): PATH itself in our mount namespace, else
+ * PATH under /proc/PID/root, the process's own root as the kernel shows
+ * it to us; never a file of ours that has the same name.  *out is
+ * malloc'd (the caller frees it).  Returns 0, or -1 after error(). */
+int proc_file(pid_t pid, const char *path, char **out);
+
+/* The mount namespace of PID as /proc shows it ("mnt:[4026532]"),
+ * malloc'd; NULL if it cannot be read (no message). */
+char *proc_mntns(pid_t pid);
+
+/* PID's number in its own PID namespace (the last of /proc/PID/status's
+ * NSpid); 0 if it cannot be read.  The same as PID on the host. */
+pid_t proc_nspid(pid_t pid);
+
+/* The cgroup of PID: the path of its cgroup v2 line ("0::PATH") in
+ * /proc/PID/cgroup, unless it is "/" (a hybrid host) and a v1 memory
+ * controller's line is there: then that line's; else its first line's.  Malloc'd; NULL if it cannot be read (no message). */
+char *proc_cgroup(pid_t pid);
+
+/* The container ID in cgroup path CG: the last run of 64 hexadecimal
+ * digits that its components hold (Docker's docker-ID.scope or
+ * /docker/ID, containerd's cri-containerd-ID.scope, CRI-O's
+ * crio-ID.scope, Kubernetes' kubepods/.../ID).  Malloc'd; NULL if none. */
+char *cgroup_container_id(const char *cg);
 
 /* execname() of running process PID (/proc/PID/comm), malloc'd; NULL if
  * it cannot be read (no message). */
 char *proc_comm(pid_t pid);
 
-/* Shared libraries mapped into PID (real paths, each once, EXE excluded),
- * in load order: the order the dynamic loader loads them (ldd of EXE), then
- * the rest (dlopen()ed) by address.  Appended to OUT. */
+/* Shared libraries mapped into PID (real paths as proc_file() gives them,
+ * each once, EXE excluded), in load order: the order the dynamic loader
+ * loads them (ldd of EXE), then the rest (dlopen()ed) by address.  In
+ * another mount namespace (where ldd would look for the libraries among
+ * ours) by address, highest first, which is the order the loader mapped
+ * them in, the loader's own last.  Appended to OUT. */
 int proc_libs(pid_t pid, const char *exe, struct strv *out);
 
 /* Direct children of PID (processes whose parent is PID).  *out is

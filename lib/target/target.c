@@ -40,13 +40,18 @@ int target_resolve(const struct target_spec *s, struct target *t)
 	}
 
 	if (from) {
+		int foreign = proc_foreign(from);
+		if (foreign < 0)
+			return -1;
+		if (foreign)
+			t->root = xasprintf("/proc/%d/root", (int)from);
 		if (proc_libs(from, t->exec, &t->libs) < 0)
 			return -1;
 	} else if (t->exec) {
 		if (exec_libs(t->exec, &t->libs, &t->missing) < 0)
 			return -1;
 	}
-	if (s->master && from) {
+	if (s->master_pid) {
 		pid_t *kids;
 		size_t n;
 		if (proc_children(from, &kids, &n) == 0) {
@@ -75,6 +80,7 @@ int target_resolve(const struct target_spec *s, struct target *t)
 void target_free(struct target *t)
 {
 	free(t->exec);
+	free(t->root);
 	free(t->comm);
 	strv_free(&t->libs);
 	strv_free(&t->missing);

@@ -29,6 +29,10 @@ struct target_spec {
 /* The resolved target.  Zero-initialise it; release with target_free(). */
 struct target {
 	char *exec;		/* real path of the executable, or NULL */
+	char *root;		/* "/proc/PID/root" when the process runs in
+				   another mount namespace (a container):
+				   exec and libs are under it (proc_file());
+				   else NULL */
 	char *comm;		/* its execname() (TASK_COMM_LEN-1 chars) */
 	struct strv libs;	/* shared libraries, load order */
 	struct strv missing;	/* libraries ldd could not find (names) */

@@ -18,6 +18,8 @@ and C</count> (C<# count base: BYTES>), then C</count> (printed as
 C<# count before: BYTES>), then C<staprun -x WORKER MODULE> (C<module>)
 while wrk on C</ping> (no Lua, one connection) gives the idle worker events, then
 C</count> again (C<# count after: BYTES>).  The case's status is staprun's.
+C<up>: shell that starts the nginx instead (setting C<$master> and
+C<$worker>: Container::guest_sh), on port C<port> (default 8080).
 
 =item C<leak_master_case(%o)>
 
@@ -75,7 +77,7 @@ sub leak_ngx_case {
 	my $n = $o{n} // 100;
 	my $conf = "$ROOT/t/apps/leak/nginx.conf";
 	my $run = $o{run} // qq{timeout -s INT -k 10 90 staprun -x \$worker "\$VM_JOB"/$o{module}};
-	my $sh = VM::nginx_up(conf => $conf, url => '/ping', env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
+	my $sh = ($o{up} // VM::nginx_up(conf => $conf, url => '/ping', env => "export LEAK_APP_DIR=$ROOT/t/apps/leak")) . <<"SH";
 @{[ VM::get_sh('http://127.0.0.1:8080/go?n=0', '/dev/null') ]}
 echo "# count base: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c4 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
@@ -84,7 +86,9 @@ echo "# count before: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c1 -d 120s http://127.0.0.1:8080/ping > /dev/null 2>&1 &
 ping=\$!
 SH
-	return $sh . _stop_and_print($run, 'echo "# count after: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"');
+	$sh .= _stop_and_print($run, 'echo "# count after: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"');
+	$sh =~ s/127\.0\.0\.1:8080/127.0.0.1:$o{port}/g if $o{port};
+	return $sh;
 }
 
 # Shell: RUN (staprun) with its stdout in stap.out, then stop the $ping load,

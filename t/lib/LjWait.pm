@@ -115,6 +115,10 @@ CONNS)> on N's port, the app's accounting read, the session stopped
 with SIGINT.  Returns (its status, the text C<check_yield> reads: its
 stderr, the accounting as C<# app: > lines, its stdout).
 
+=item C<bpf_ngx_session_of(SAMPLE, N, URL, REQS, CONNS, ARGS...)>
+
+The same with another sample (lj-lua-off-cpu on /offcpu: t/80).
+
 =item C<yield_reqs(CLAIM)>
 
 ngx-lua-yield on wait.conf's /yield (t/65, t/78): the requests that
@@ -351,11 +355,15 @@ sub check_writes {
 }
 
 sub bpf_ngx_session {
-	my ($n, $url, $reqs, $conns, @args) = @_;
+	return bpf_ngx_session_of('ngx-lua-yield', @_);
+}
+
+sub bpf_ngx_session_of {
+	my ($sample, $n, $url, $reqs, $conns, @args) = @_;
 	my $base = "http://127.0.0.1:$n->{port}";
 	TestUtil::run_cmd('curl', '-s', '-o', '/dev/null', "$base/reset");
-	my $h = Bpf::start_sample('ngx-lua-yield', ['-x', $n->{workers}[0]], 'time=0', @args);
-	Test::More::ok($h->{started}, "ngx-lua-yield on $url: the session started");
+	my $h = Bpf::start_sample($sample, ['-x', $n->{workers}[0]], 'time=0', @args);
+	Test::More::ok($h->{started}, "$sample on $url: the session started");
 	my $dir = TestUtil::scratch("yield.$$");
 	TestUtil::run_cmd({ cwd => $dir }, 'sh', '-c', ngx_until($url, $reqs, $conns, $n->{port}));
 	my (undef, $acct) = TestUtil::run_cmd('curl', '-s', "$base/acct");

@@ -1,0 +1,130 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The eBPF backend on nginx in a container (t/lib/Container.pm: its own
+# mount, PID and UTS namespaces and root, nginx at /srv/edge.N/sbin/nginx,
+# a path the host does not have, in a cgroup docker/ID), by the host's
+# PIDs (issue 24):
+# - lj-lua-stacks -x WORKER: the seed app's foo/bar split as t/71, while
+#   the host has a file at the container's nginx path, another build
+#   (Debian's stripped nginx): it is not read (no "no debug info"
+#   warning, no layout from the database);
+# - --master: nginx is PID 1 in its namespace; both workers sampled;
+# - Debian's stock, stripped nginx and libluajit2 in the container;
+# - lj-lua-off-cpu on wait.conf's /offcpu: a(), b(), c() 1:2:3 as the app
+#   measures them.
+# Each names the processes by host PID with their PID in the container
+# beside it, the cgroup and the container ID (stderr), and gives util/pprof
+# the cgroup and container as labels (stdout's header).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use TestUtil;
+use LjStacks;
+use LjWait;
+use Bpf;
+use Container;
+use Stats;
+use Cwd ();
+use POSIX qw(ceil);
+use Test::More;
+
+my $CLAIM = 2;
+my $CLAIM_MASTER = 4;
+my $app = "$ROOT/t/apps/test.lua";
+
+# Samples the container C's seed app under wrk on / (CONNS connections),
+# TARGET until SAMPLES samples; stops C; returns the parsed output and
+# the raw stdout.
+sub sample {
+	my ($name, $c, $conns, $target, $samples) = @_;
+	my $wrk = Bpf::load($c->{port}, '/', $conns);
+	my ($st, $out, $err, $p, $used, $wall) = Bpf::stacks_samples($target, $c->{workers}, $samples, 'hz=4000');
+	Bpf::load_stop($wrk);
+	Container::stop($c);
+	is $st, 0, "$name: status 0" or diag $err;
+	note sprintf('%s: %d samples in %.1f s of CPU time (%.1f s wall)', $name, ($p->{stats} // {})->{samples} // 0, $used, $wall);
+	return ($p, $out);
+}
+
+# Where the processes PIDS of container C run, as the session's output
+# P says it: a line per process (host PID, its PID in the container, the
+# cgroup, the container ID), and the header util/pprof takes as labels.
+sub check_origin {
+	my ($name, $p, $c, $text, @pids) = @_;
+	my @w = @{ $p->{warnings} // [] };
+	for my $pid (@pids) {
+		my $ns = $c->{nspids}{$pid} // '?';
+		ok scalar(grep { /^WARNING: [\w-]+: process $pid \(PID $ns in its PID namespace\): cgroup \Q$c->{cgroup}\E, container $c->{id}$/ } @w),
+			"$name: stderr names process $pid, PID $ns in the container, its cgroup and container"
+			or diag join("\n", grep { /process \d+/ } @w);
+	}
+	like $text, qr/^# stap\+\+ cgroup=\Q$c->{cgroup}\E container=$c->{id}$/m,
+		"$name: stdout's header gives the cgroup and container ID (util/pprof's labels)";
+}
+
+# -x, with a decoy on the host at the container's nginx path
+{
+	my $c = Container::nginx(workers => 1, heavy => 5000000);
+	my $decoy = Container::decoy($c, '/usr/sbin/nginx');
+	ok system('cmp', '-s', $decoy, "$c->{root}$c->{exe}") != 0, '-x: the host has another file at the container nginx\'s path';
+	my $w = $c->{workers}[0];
+	my ($p, $out) = sample('-x', $c, 4, ['-x', $w], LjStacks::seed_samples($CLAIM));
+	my $line = LjStacks::chunk_line("$c->{root}/app/nginx.conf");
+	LjStacks::check_seed('-x', $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
+		mode => 'jit', lines => 0, claim => $CLAIM);
+	Bpf::check_accounted('-x', $p);
+	check_origin('-x', $p, $c, $out, $w);
+	my @host = grep { /no debug info|using layout|\Q'$decoy'\E/ } @{ $p->{warnings} // [] };
+	is_deeply \@host, [], "-x: the host's file at that path is not read" or diag join("\n", @host);
+	isnt $c->{nspids}{$w}, $w, "-x: the worker's PID in the container is not the host's ($c->{nspids}{$w})";
+}
+
+# --master: nginx is the container's PID 1
+{
+	my $c = Container::nginx(workers => 2, heavy => 5000000);
+	is $c->{nspids}{ $c->{master} }, 1, '--master: the master is PID 1 in the container';
+	# (32 connections: t/71 says why)
+	my ($p, $out) = sample('--master', $c, 32, ['--master', $c->{master}], LjStacks::seed_samples($CLAIM_MASTER));
+	my $line = LjStacks::chunk_line("$c->{root}/app/nginx.conf");
+	LjStacks::check_seed('--master', $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
+		mode => 'jit', lines => 0, claim => $CLAIM_MASTER);
+	my @w = grep { ($p->{pids}{$_} // 0) > 100 } @{ $c->{workers} };
+	is scalar(@w), 2, '--master: both workers sampled, by host PID ('
+		. join(' ', map { "$_:" . ($p->{pids}{$_} // 0) } @{ $c->{workers} }) . ')';
+	check_origin('--master', $p, $c, $out, @{ $c->{workers} });
+}
+
+# Debian's stripped nginx and libluajit2 in the container
+{
+	my $c = Container::nginx(workers => 1, stock => 1);
+	my $w = $c->{workers}[0];
+	my ($p, $out) = sample('stock', $c, 4, ['-x', $w], LjStacks::seed_samples($CLAIM));
+	my $line = LjStacks::chunk_line("$c->{root}/app/nginx.conf");
+	LjStacks::check_seed('stock', $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
+		mode => 'jit', lines => 0, claim => $CLAIM);
+	my $lj2 = "/proc/$w/root" . Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
+	is_deeply $p->{layout}, { $lj2 => 'luajit2-2.1-20230119-gc64' },
+		'stock: the layout database\'s entry for the container\'s libluajit2, read through /proc/PID/root';
+	check_origin('stock', $p, $c, $out, $w);
+}
+
+# lj-lua-off-cpu: a(), b(), c() block 1:2:3 (wait.lua), as t/74
+{
+	my $claim = 3;
+	# (a request is a round: 30 waits; c()'s share, 1/2, needs the most)
+	my $reqs = ceil(1.1 * Stats::floor(1 / 2, $claim) / 30);
+	my $c = Container::nginx(workers => 1, conf => 't/apps/wait.conf');
+	my ($st, $o) = LjWait::bpf_ngx_session_of('lj-lua-off-cpu', $c, '/offcpu', $reqs, 1);
+	Container::stop($c);
+	is $st, 0, 'off-CPU: status 0' or diag $o;
+	my $p = LjWait::parse($o, 'lj-lua-off-cpu');
+	my $acct = LjWait::acct($o);
+	is_deeply LjStacks::bad($p, 'off-CPU'), [], 'off-CPU: well-formed output';
+	LjWait::check_abc('off-CPU', $p, $acct, $p->{wait}{waits}, $claim, 70, $o);
+	my $root = LjStacks::count_with($p, sub { $_[-1] =~ /^content_by_lua\(wait\.conf:\d+\)$/ });
+	is $root, $p->{total}, 'off-CPU: every stack rooted at the content_by_lua chunk' or diag LjStacks::dump_stacks($p, 8);
+	check_origin('off-CPU', $p, $c, $o, $c->{workers}[0]);
+}
+
+done_testing;
