@@ -109,6 +109,37 @@ sub check_origin {
 	check_origin('stock', $p, $c, $out, $w);
 }
 
+# The SystemTap driver on the same target (stap is t/golden/fake-stap,
+# which logs what it gets; t/82 runs the real one in the VM): stap gets
+# the container's binaries by the paths the container names them, copied
+# into a --sysroot, and the script probes them by those paths; stderr
+# says where the process runs, stdout has util/pprof's header.
+{
+	my $c = Container::nginx(workers => 1);
+	my $w = $c->{workers}[0];
+	my $log = "$ROOT/t/out/80-fake-stap.$$.log";
+	my ($st, $out, $err) = run_cmd({ env => { STAPXX_STAP => "$ROOT/t/golden/fake-stap", FAKE_STAP_LOG => $log } },
+		"$ROOT/stap++", '--no-runtime-fix', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $w);
+	Container::stop($c);
+	my $l = slurp($log) // '';
+	unlink $log;
+	is $st, 0, 'SystemTap: stap++ ran stap' or diag $err;
+	my ($sysroot) = $l =~ /^argv: --sysroot=(\S+)$/m;
+	ok $sysroot, 'SystemTap: stap gets a --sysroot' or diag $l;
+	my %d = map { $_ => 1 } $l =~ /^argv: -d\nargv: (\S+)$/mg;
+	ok $d{"$c->{srv}/sbin/nginx"} && $d{"$c->{srv}/lib/libluajit-5.1.so.2"},
+		'SystemTap: -d names nginx and libluajit as the container does' or diag $l;
+	my %in = map { $_ => 1 } $l =~ /^sysroot: \.(\S+)$/mg;
+	is_deeply [grep { !$in{$_} } sort keys %d], [], 'SystemTap: every -d binary is in the sysroot';
+	unlike $l, qr{/proc/$w/root}, 'SystemTap: neither stap\'s argv nor the script names /proc/PID/root';
+	like $l, qr{\@var\("[^"]+", "\Q$sysroot$c->{srv}\E/lib/libluajit-5\.1\.so\.2"\)},
+		'SystemTap: @var names libluajit by its copy in the sysroot' or diag $l;
+	my $ns = $c->{nspids}{$w};
+	like $err, qr/^stap\+\+: process $w \(PID $ns in its PID namespace\): cgroup \Q$c->{cgroup}\E, container $c->{id}$/m,
+		'SystemTap: stderr says where the process runs';
+	like $out, qr/\A# stap\+\+ cgroup=\Q$c->{cgroup}\E container=$c->{id}\n/, 'SystemTap: stdout starts with util/pprof\'s header';
+}
+
 # lj-lua-off-cpu: a(), b(), c() block 1:2:3 (wait.lua), as t/74
 {
 	my $claim = 3;

@@ -278,17 +278,17 @@ static uint64_t from_scan(struct ljb_core *c, pid_t pid)
 	return ljb_vm_scan(pid, &c->ly, c->st);
 }
 
-/* Notes where PID runs (struct ljb_origin), once. */
+/* Notes where PID runs (struct origin), once. */
 static void add_origin(struct ljb_core *c, pid_t pid)
 {
 	for (size_t i = 0; i < c->norigins; i++)
 		if (c->origins[i].pid == pid)
 			return;
 	c->origins = xrealloc(c->origins, (c->norigins + 1) * sizeof(*c->origins));
-	c->origins[c->norigins++] = (struct ljb_origin){ pid, proc_nspid(pid), proc_cgroup(pid) };
+	origin_read(pid, &c->origins[c->norigins++]);
 }
 
-static const struct ljb_origin *origin(const struct ljb_core *c, pid_t pid)
+static const struct origin *origin_of(const struct ljb_core *c, pid_t pid)
 {
 	for (size_t i = 0; i < c->norigins; i++)
 		if (c->origins[i].pid == pid)
@@ -771,15 +771,11 @@ unsigned long long ljb_core_print(struct ljb_core *c, long limit)
 {
 	unsigned long long total = 0;
 
-	/* where the first process runs, for util/pprof's labels */
-	if (c->norigins && c->origins[0].cgroup) {
-		char *id = cgroup_container_id(c->origins[0].cgroup);
-		printf("# stap++ cgroup=%s", c->origins[0].cgroup);
-		if (id)
-			printf(" container=%s", id);
-		putchar('\n');
-		free(id);
-	}
+	/* the container of the first process, for util/pprof's labels */
+	char *h = c->norigins ? origin_header(&c->origins[0]) : NULL;
+	if (h)
+		printf("%s\n", h);
+	free(h);
 	/* (the ids keep indexes into texts: sort a copy) */
 	struct ljb_text *v = xmalloc((c->ntexts + 1) * sizeof(*v));
 	memcpy(v, c->texts, c->ntexts * sizeof(*v));
@@ -844,18 +840,11 @@ void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what)
 		fprintf(stderr, " %u:%llu", pc[i].pid, pc[i].n);
 	fputc('\n', stderr);
 	for (size_t i = 0; i < np && i < 16; i++) {
-		const struct ljb_origin *o = origin(c, (pid_t)pc[i].pid);
-		char *id = o && o->cgroup ? cgroup_container_id(o->cgroup) : NULL;
-		if (!o)
-			continue;
-		fprintf(stderr, "WARNING: %s: process %u", c->t.name, pc[i].pid);
-		if (o->nspid && o->nspid != o->pid)
-			fprintf(stderr, " (PID %d in its PID namespace)", (int)o->nspid);
-		fprintf(stderr, ": cgroup %s", o->cgroup ? o->cgroup : "(unknown)");
-		if (id)
-			fprintf(stderr, ", container %s", id);
-		fputc('\n', stderr);
-		free(id);
+		const struct origin *o = origin_of(c, (pid_t)pc[i].pid);
+		char *text = o ? origin_text(o) : NULL;
+		if (text)
+			fprintf(stderr, "WARNING: %s: %s\n", c->t.name, text);
+		free(text);
 	}
 	free(pc);
 }
@@ -906,7 +895,7 @@ void ljb_core_free(struct ljb_core *c)
 	free(c->bad_g);
 	free(c->scans);
 	for (size_t i = 0; i < c->norigins; i++)
-		free(c->origins[i].cgroup);
+		origin_free(&c->origins[i]);
 	free(c->origins);
 	buf_free(&libbpf_log);
 	memset(c, 0, sizeof(*c));

@@ -12,6 +12,7 @@
 #ifndef STAPXX_BPF_CORE_H
 #define STAPXX_BPF_CORE_H
 
+#include "target/origin.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -94,8 +95,8 @@ struct ljb_core {
 	struct ljb_scan { pid_t pid; double next; } *scans;
 	size_t nscans;
 	/* where the processes sampled run, read when first seen (a process
-	   may be gone by the end): PID in its own PID namespace, cgroup */
-	struct ljb_origin { pid_t pid, nspid; char *cgroup; } *origins;
+	   may be gone by the end) */
+	struct origin *origins;
 	size_t norigins;
 };
 

@@ -7,6 +7,7 @@
 #include "base/wrapper.h"
 #include "driver/runtime.h"
 #include "dwarf/dwarf.h"
+#include "target/origin.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -121,6 +122,29 @@ static int make_sysroot(struct stap_opts *s, const char *root, char **dir)
 	info(1, "a target in another mount namespace: its binaries copied to '%s' "
 	     "for stap --sysroot", *dir);
 	return 0;
+}
+
+/* A target in a container: where it runs on stderr (its PID in the
+ * container, its cgroup and container ID), and util/pprof's header on
+ * stdout, above what the module prints. */
+static void say_origin(const struct run_opts *o)
+{
+	pid_t pid = o->stap.pid ? o->stap.pid : o->stap.master;
+	struct origin og;
+	char *text, *h;
+
+	if (!pid)
+		return;
+	origin_read(pid, &og);
+	text = origin_text(&og);
+	fprintf(stderr, "stap++: %s%s\n", o->stap.master ? "master " : "", text);
+	if (!o->stap.outfile && (h = origin_header(&og))) {
+		printf("%s\n", h);
+		fflush(stdout);
+		free(h);
+	}
+	free(text);
+	origin_free(&og);
 }
 
 static int run_stap(struct run_opts *o, struct expansion *x)
@@ -331,6 +355,8 @@ int run_script(struct run_opts *o, const struct target *t,
 			"so its Lua VM is found as in the luajit CLI (from the "
 			"interpreter's registers), and coroutines that ngx_lua "
 			"resumes end at their own frames", ngx);
+	if (t->root && (!o->stap.pass || o->stap.pass[0] == '5'))
+		say_origin(o);
 	rc = run_stap(o, &x);
 out:
 	free(stripped);

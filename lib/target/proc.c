@@ -76,7 +76,8 @@ static int same_file(const char *a, const char *b, int *same)
 	return 0;
 }
 
-int proc_foreign(pid_t pid)
+/* proc_foreign(), quiet: -1 with errno set (what failed in *what). */
+static int foreign(pid_t pid, const char **what)
 {
 	static pid_t last;
 	static int last_foreign;
@@ -86,14 +87,31 @@ int proc_foreign(pid_t pid)
 	if (pid == last)
 		return last_foreign;
 	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)pid);
+	*what = "ns/mnt";
 	if (same_file(ns, "/proc/self/ns/mnt", &same_ns) < 0)
-		return proc_error(pid, "ns/mnt", errno);
+		return -1;
 	snprintf(root, sizeof(root), "/proc/%d/root/", (int)pid);
+	*what = "root";
 	if (same_file(root, "/", &same_root) < 0)
-		return proc_error(pid, "root", errno);
+		return -1;
 	last = pid;
 	last_foreign = !same_ns || !same_root;
 	return last_foreign;
+}
+
+int proc_foreign(pid_t pid)
+{
+	const char *what;
+	int f = foreign(pid, &what);
+
+	return f < 0 ? proc_error(pid, what, errno) : f;
+}
+
+int proc_foreign_quiet(pid_t pid)
+{
+	const char *what;
+
+	return foreign(pid, &what);
 }
 
 char *proc_mntns(pid_t pid)
@@ -149,82 +167,6 @@ int proc_exe(pid_t pid, char **out)
 		free(ns);
 	}
 	return 0;
-}
-
-pid_t proc_nspid(pid_t pid)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	long last = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (getline(&line, &cap, f) > 0) {
-		char *p = line, *end;
-		if (strncmp(line, "NSpid:", 6) != 0)
-			continue;
-		for (p += 6;; p = end) {
-			long v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			last = v;
-		}
-		break;
-	}
-	free(line);
-	fclose(f);
-	return last > 0 && last <= INT_MAX ? (pid_t)last : 0;
-}
-
-char *proc_cgroup(pid_t pid)
-{
-	char path[64], *line = NULL, *v2 = NULL, *memory = NULL, *first = NULL;
-	size_t cap = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return NULL;
-	while (getline(&line, &cap, f) > 0) {
-		/* ID:CONTROLLERS:PATH */
-		char *c = strchr(line, ':'), *p = c ? strchr(c + 1, ':') : NULL;
-		if (!p)
-			continue;
-		p[strcspn(p, "\n")] = '\0';
-		if (!first)
-			first = xstrdup(p + 1);
-		if (!v2 && p == c + 1 && strncmp(line, "0:", 2) == 0)
-			v2 = xstrdup(p + 1);
-		else if (!memory && p - c - 1 == 6 && strncmp(c + 1, "memory", 6) == 0)
-			memory = xstrdup(p + 1);
-	}
-	free(line);
-	fclose(f);
-	/* (a hybrid host's v2 line may say only "/") */
-	char *r = v2 && strcmp(v2, "/") != 0 ? v2 : memory ? memory : v2 ? v2 : first;
-	if (r != v2)
-		free(v2);
-	if (r != memory)
-		free(memory);
-	if (r != first)
-		free(first);
-	return r;
-}
-
-char *cgroup_container_id(const char *cg)
-{
-	const char *best = NULL;
-
-	for (const char *p = cg; *p; p++) {
-		size_t n = strspn(p, "0123456789abcdef");
-		if (n == 64 && (p == cg || !isxdigit((unsigned char)p[-1])))
-			best = p;
-		if (n)
-			p += n - 1;
-	}
-	return best ? xstrndup(best, 64) : NULL;
 }
 
 char *proc_comm(pid_t pid)

@@ -30,6 +30,8 @@ int proc_exe(pid_t pid, char **out);
  * 1 or 0; -1 after error() (the process is gone, or its namespace cannot
  * be read).  The answer for the last PID asked is kept. */
 int proc_foreign(pid_t pid);
+/* The same without a message (-1 with errno set). */
+int proc_foreign_quiet(pid_t pid);
 
 /* The path by which stap++ opens the file that process PID names PATH
  * (in /proc/PID/exe or maps): PATH itself in our mount namespace, else
@@ -41,21 +43,6 @@ int proc_file(pid_t pid, const char *path, char **out);
 /* The mount namespace of PID as /proc shows it ("mnt:[4026532]"),
  * malloc'd; NULL if it cannot be read (no message). */
 char *proc_mntns(pid_t pid);
-
-/* PID's number in its own PID namespace (the last of /proc/PID/status's
- * NSpid); 0 if it cannot be read.  The same as PID on the host. */
-pid_t proc_nspid(pid_t pid);
-
-/* The cgroup of PID: the path of its cgroup v2 line ("0::PATH") in
- * /proc/PID/cgroup, unless it is "/" (a hybrid host) and a v1 memory
- * controller's line is there: then that line's; else its first line's.  Malloc'd; NULL if it cannot be read (no message). */
-char *proc_cgroup(pid_t pid);
-
-/* The container ID in cgroup path CG: the last run of 64 hexadecimal
- * digits that its components hold (Docker's docker-ID.scope or
- * /docker/ID, containerd's cri-containerd-ID.scope, CRI-O's
- * crio-ID.scope, Kubernetes' kubepods/.../ID).  Malloc'd; NULL if none. */
-char *cgroup_container_id(const char *cg);
 
 /* execname() of running process PID (/proc/PID/comm), malloc'd; NULL if
  * it cannot be read (no message). */
