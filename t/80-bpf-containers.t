@@ -109,6 +109,28 @@ sub check_origin {
 	check_origin('stock', $p, $c, $out, $w);
 }
 
+# The image's own debug files: libluajit stripped, its debug file only in
+# the container's /usr/lib/debug, by build-id: its DWARF, not the layout
+# database (whose line stderr would print)
+{
+	my $lj = "$ROOT/build/luajit-gc64/lib/libluajit-5.1.so.2";
+	my $bare = Bpf::stripped($lj, 'libluajit-5.1.so.2');
+	my ($id) = `readelf -n $bare` =~ /Build ID: ([0-9a-f]+)/;
+	my $dbg = "$ROOT/t/out/80-libluajit.$$.debug";
+	system('objcopy', '--only-keep-debug', $lj, $dbg) == 0 or die "objcopy: $?\n";
+	ok $id && !-e "/usr/lib/debug/.build-id/" . substr($id, 0, 2) . '/' . substr($id, 2) . '.debug',
+		'debug file: the host has none for that build-id';
+	my $c = Container::nginx(workers => 1, heavy => 5000000, luajit => $bare,
+		debug => { '.build-id/' . substr($id, 0, 2) . '/' . substr($id, 2) . '.debug' => $dbg });
+	my $w = $c->{workers}[0];
+	my ($p) = sample('debug file', $c, 4, ['-x', $w], LjStacks::seed_samples($CLAIM));
+	unlink $dbg;
+	is_deeply $p->{layout} // {}, {}, 'debug file: libluajit\'s layouts from its debug file in the container, not the database';
+	my $line = LjStacks::chunk_line("$c->{root}/app/nginx.conf");
+	LjStacks::check_seed('debug file', $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
+		mode => 'jit', lines => 0, claim => $CLAIM);
+}
+
 # The SystemTap driver on the same target (stap is t/golden/fake-stap,
 # which logs what it gets; t/82 runs the real one in the VM): stap gets
 # the container's binaries by the paths the container names them, copied

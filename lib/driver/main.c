@@ -6,6 +6,7 @@
 #include "bpf/run.h"
 #include "driver/run.h"
 #include "driver/stap.h"
+#include "dwarf/dwarf.h"
 #include "expand/expand.h"
 #include "expand/use.h"
 #include "target/proc.h"
@@ -337,6 +338,7 @@ static int resolve(struct options *o, struct target *t)
 	}
 	if (target_resolve(&s, t) < 0)
 		return -1;
+	dw_debug_root(t->root);	/* (a container's debug files: its own) */
 	o->run.mode = pid_ok_mode(o, t);
 	return 0;
 }

@@ -80,6 +80,12 @@ void dw_set_free(struct dw_set *set);
  * Does not open it yet.  Returns 0. */
 int dw_set_add(struct dw_set *set, const char *path);
 
+/* Also look for separate debug files (by build-id and .gnu_debuglink)
+ * under ROOT/usr/lib/debug, after the standard places: ROOT is a target's
+ * /proc/PID/root, a container whose image holds its debug files.  Call
+ * it before any binary is opened; the last call wins. */
+void dw_debug_root(const char *root);
+
 /* @sizeof(TYPE[, MODULE]): byte size of TYPE. */
 int dw_sizeof(struct dw_set *set, const char *type, const char *module,
 	      long long *out);

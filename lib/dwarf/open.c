@@ -29,6 +29,17 @@ static double now_ms(void)
 /* Opening a binary */
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
+static char *debug_root;	/* dw_debug_root()'s, or NULL */
+
+void dw_debug_root(const char *root)
+{
+	free(debuginfo_path);
+	free(debug_root);
+	debug_root = root ? xstrdup(root) : NULL;
+	/* libdwfl's default (the binary's directory, its .debug, then
+	   /usr/lib/debug), then the container's */
+	debuginfo_path = root ? xasprintf(":.debug:/usr/lib/debug:%s/usr/lib/debug", root) : NULL;
+}
 
 static const Dwfl_Callbacks offline_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
@@ -163,6 +174,10 @@ void hint_debuginfo(struct dw_bin *b)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
 		hint("a separate debug file is found by build-id as "
 		     "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+		if (debug_root)
+			hint("or, in the target's container, as "
+			     "%s/usr/lib/debug/.build-id/%.2s/%s.debug", debug_root, hex,
+			     hex + 2);
 	} else {
 		hint("a separate debug file is found by build-id under "
 		     "/usr/lib/debug/.build-id/ (this binary has no build-id)");

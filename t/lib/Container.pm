@@ -27,7 +27,10 @@ module (from /usr).  nginx's master is PID 1 in its namespace.  Returns
 { master, workers (array ref; host PIDs), nspids (host PID => PID in the
 namespace), port, root (on the host), exe (the path in the container),
 cgroup (its path, as /proc/PID/cgroup shows it), id (the container ID) }
-once it answers; dies if it does not.  C<stop(C)> stops it and removes
+once it answers; dies if it does not.  o{luajit}: another libluajit to
+copy (a stripped one); o{debug}: { PATH => FILE }, files the image has
+under its /usr/lib/debug (PATH relative to it, e.g.
+C<.build-id/ab/cdef.debug>), which the host does not.  C<stop(C)> stops it and removes
 its cgroup.
 
 =item C<guest_sh(C, %o)>
@@ -85,8 +88,19 @@ sub nginx {
 	my $nginx = $o{stock} ? '/usr/sbin/nginx' : "$ROOT/build/nginx/sbin/nginx";
 	File::Copy::copy($nginx, "$root$srv/sbin/nginx") or die "copy $nginx: $!\n";
 	chmod 0755, "$root$srv/sbin/nginx";
-	File::Copy::copy("$ROOT/build/luajit-gc64/lib/libluajit-5.1.so.2", "$root$srv/lib/libluajit-5.1.so.2")
-		or die "copy libluajit: $!\n" unless $o{stock};
+	my $lj = $o{luajit} // "$ROOT/build/luajit-gc64/lib/libluajit-5.1.so.2";
+	File::Copy::copy($lj, "$root$srv/lib/libluajit-5.1.so.2") or die "copy $lj: $!\n" unless $o{stock};
+	# the image's own debug files (its /usr/lib/debug: a tmpfs over the
+	# host's there, in the container's mount namespace only)
+	my $stage;
+	if ($o{debug}) {
+		$stage = "$dir/debug";
+		for my $rel (sort keys %{ $o{debug} }) {
+			(my $d = "$stage/$rel") =~ s{/[^/]+$}{};
+			make_path($d);
+			File::Copy::copy($o{debug}{$rel}, "$stage/$rel") or die "copy $o{debug}{$rel}: $!\n";
+		}
+	}
 	my $file = $o{conf} // 't/apps/nginx.conf';
 	(my $appdir = "$ROOT/$file") =~ s{/[^/]+$}{};
 	File::Copy::copy($_, "$root/app/") or die "copy $_: $!\n" for glob("$appdir/*.lua");
@@ -102,7 +116,7 @@ sub nginx {
 	my $cg = _cgroup_fs() . "/docker/$id";
 	make_path($cg);
 	my $w = $o{workers} // 1;
-	my $sh = "set -e\necho \$\$ > $cg/cgroup.procs\n" . _init_sh($root, $srv, $base, $w, $o{heavy});
+	my $sh = "set -e\necho \$\$ > $cg/cgroup.procs\n" . _init_sh($root, $srv, $base, $w, $o{heavy}, $stage);
 	my $pid = Bpf::spawn('unshare', '--mount', '--pid', '--uts', '--fork', 'sh', '-c', $sh);
 	my $c = { unshare => $pid, root => $root, exe => "$srv/sbin/nginx", srv => $srv, port => $port,
 		cgdir => $cg, id => $id, conf => $base };
@@ -125,16 +139,18 @@ sub nginx {
 }
 
 # The container's init, in its new namespaces (sh -c): its root ROOT
-# made its own, then nginx (SRV/sbin/nginx, its config /app/CONF) run as
-# its PID 1 with W workers.
+# made its own (with the files of DEBUG in its /usr/lib/debug), then
+# nginx (SRV/sbin/nginx, its config /app/CONF) run as its PID 1 with W
+# workers.
 sub _init_sh {
-	my ($root, $srv, $conf, $w, $heavy) = @_;
+	my ($root, $srv, $conf, $w, $heavy, $debug) = @_;
 	$heavy //= 2000000;
+	my $dbg = $debug ? "mount -t tmpfs debug $root/usr/lib/debug\ncp -R $debug/. $root/usr/lib/debug/\n" : '';
 	return <<"SH";
 mount --make-rprivate /
 mount --bind $root $root
 for d in usr etc dev; do mount --rbind /\$d $root/\$d; done
-mount -t proc proc $root/proc
+${dbg}mount -t proc proc $root/proc
 cd $root
 pivot_root . oldroot
 umount -l /oldroot
