@@ -140,9 +140,13 @@ sub check_origin {
 	my $c = Container::nginx(workers => 1);
 	my $w = $c->{workers}[0];
 	my $log = "$ROOT/t/out/80-fake-stap.$$.log";
-	my ($st, $out, $err) = run_cmd({ env => { STAPXX_STAP => "$ROOT/t/golden/fake-stap", FAKE_STAP_LOG => $log } },
-		"$ROOT/stap++", '--no-runtime-fix', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $w);
+	my %fake = (env => { STAPXX_STAP => "$ROOT/t/golden/fake-stap", FAKE_STAP_LOG => $log });
+	my (undef, undef, $merr) = run_cmd({ %fake }, "$ROOT/stap++", '--no-runtime-fix', "$ROOT/samples/lj-lua-stacks.sxx",
+		'--master', $c->{master});
+	my ($st, $out, $err) = run_cmd({ %fake }, "$ROOT/stap++", '--no-runtime-fix', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $w);
 	Container::stop($c);
+	like $merr, qr/^stap\+\+: master process $c->{master} \(PID 1 in its PID namespace\): cgroup \Q$c->{cgroup}\E, container $c->{id}\nstap\+\+: worker process $w \(PID $c->{nspids}{$w} in its PID namespace\): cgroup /m,
+		'SystemTap: --master: stderr says where the master and its worker run' or diag $merr;
 	my $l = slurp($log) // '';
 	unlink $log;
 	is $st, 0, 'SystemTap: stap++ ran stap' or diag $err;

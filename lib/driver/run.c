@@ -8,6 +8,7 @@
 #include "driver/runtime.h"
 #include "dwarf/dwarf.h"
 #include "target/origin.h"
+#include "target/proc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -145,6 +146,19 @@ static void say_origin(const struct run_opts *o)
 	}
 	free(text);
 	origin_free(&og);
+	/* a master's workers that run now (the module follows later ones) */
+	pid_t *kids;
+	size_t n;
+	if (o->stap.master && proc_children(pid, &kids, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			origin_read(kids[i], &og);
+			text = origin_text(&og);
+			fprintf(stderr, "stap++: worker %s\n", text);
+			free(text);
+			origin_free(&og);
+		}
+		free(kids);
+	}
 }
 
 static int run_stap(struct run_opts *o, struct expansion *x)
