@@ -144,7 +144,7 @@ for my $flavor (qw(gc64 nogc64)) {
 	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses lj-gc-objs on the stripped copy");
 	like($e, qr/^stap\+\+: error: the SystemTap backend cannot run '\S*lj-gc-objs\.sxx' on '\Q$bin\E': it has no debug info .*$/m,
 	     "$flavor: ... saying why") or diag($e);
-	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx and lj-lua-fio\.sxx run without them .*'# stap\+\+ stripped: ok'/m,
+	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx, lj-lua-fio\.sxx and ngx-lua-yield\.sxx run without them .*'# stap\+\+ stripped: ok'/m,
 	     "$flavor: ... which scripts run, and how a script says so") or diag($e);
 	like($e, qr/^hint: --runtime=bpf runs lj-lua-stacks, .* on it, no debug info needed$/m,
 	     "$flavor: ... and what the eBPF backend runs on it") or diag($e);

@@ -25,6 +25,9 @@ use TestUtil;
 use VM;
 use LjStacks;
 use LjWait;
+use Bpf;
+use Cwd ();
+use File::Path ();
 use Test::More;
 
 my $vm = VM->new;
@@ -45,11 +48,27 @@ my $WAITS_REQS = 100;    # /waits: the stacks of each kind of wait
 my $ko = $vm->build('yield_ngx', $S, exec => 'build/nginx/sbin/nginx', args => ['-D', 'STP_NO_OVERLOAD']);
 ok $ko, 'ngx-lua-yield builds for nginx' or diag $vm->build_log;
 
+# Debian's stock nginx, lua module and libluajit2, stripped (issue 21):
+# lua_yield and lua_resume are exported, and the sample reads L from the
+# first argument's register, so it needs no DWARF; the lua module (which
+# the config loads) and its libluajit are named with -d
+my $lj2 = Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
+my $ko_stock = $vm->build('yield_stock', $S, exec => '/usr/sbin/nginx',
+	args => ['-D', 'STP_NO_OVERLOAD', '-d', '/usr/lib/nginx/modules/ngx_http_lua_module.so', '-d', $lj2]);
+ok $ko_stock, 'ngx-lua-yield builds for Debian\'s stripped nginx' or diag $vm->build_log;
+# (named wait.conf, as the chunks' names show it)
+File::Path::make_path($vm->out . '/stock');
+my $stock_conf = $vm->out . '/stock/wait.conf';
+spit($stock_conf, Bpf::stock_conf(slurp("$ROOT/t/apps/wait.conf"), 't/apps/wait.conf'));
+
 my $x = '-x $worker "$VM_JOB"/yield_ngx.ko';
 $vm->case(yield => LjWait::ngx_go_case(run => $x, timeout => 240, uprobes => 1,
 	load => LjWait::ngx_until('/yield', $REQS, 4)), files => [$ko], timeout => 270) if $ko;
 $vm->case(waits => LjWait::ngx_go_case(run => $x, timeout => 120, uprobes => 1,
 	load => LjWait::ngx_until('/waits', $WAITS_REQS, 1)), files => [$ko], timeout => 150) if $ko;
+$vm->case(stock => LjWait::ngx_go_case(run => '-x $worker "$VM_JOB"/yield_stock.ko', timeout => 240, uprobes => 1,
+	conf => $stock_conf, nginx => '/usr/sbin/nginx', load => LjWait::ngx_until('/yield', $REQS, 4)),
+	files => [$ko_stock], timeout => 270) if $ko_stock;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
@@ -60,6 +79,13 @@ if (my $case = $r->{cases}{yield}) {
 	unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'no errors in error.log';
 	LjWait::check_yield('yield', $o, $REQS, $CLAIM);
 	note $_ for grep { /^# Requests/ } split /\n/, $o;
+}
+if (my $case = $r->{cases}{stock}) {
+	my $o = $case->{output};
+	is $case->{status}, 0, 'stock: staprun status 0' or diag $o;
+	like $o, qr/^# uprobes placed in \d+$/m, 'stock: the load came once the uprobes were in the worker' or diag $o;
+	unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'stock: no errors in error.log';
+	LjWait::check_yield('stock', $o, $REQS, $CLAIM, 'wait.conf', noleaf => 1);
 }
 if (my $case = $r->{cases}{waits}) {
 	my $o = $case->{output};

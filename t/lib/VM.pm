@@ -185,8 +185,9 @@ first worker); and shell text that stops it (SIGQUIT to the master) and waits
 for it.  Options: C<conf> (the config file, default C<t/apps/nginx.conf>),
 C<workers> (default 1; it waits for that many), C<url> (the path it polls,
 default C</>), C<env> (shell run first, e.g. C<export HEAVY_N=1000>;
-C<TEST_APP_DIR> is already set to C<t/apps>).  nginx's own output goes to
-C<$CASE/nginx.out>.
+C<TEST_APP_DIR> is already set to C<t/apps>), C<nginx> (another nginx
+binary, e.g. Debian's C</usr/sbin/nginx>: its error log goes to the case
+dir too).  nginx's own output goes to C<$CASE/nginx.out>.
 
 =item C<VM::get_sh(URL [, OUT])>
 
@@ -531,11 +532,14 @@ sub nginx_up {
 	my $n    = $o{workers} // 1;
 	my $url  = $o{url} // '/';
 	my $env  = $o{env} // ':';
+	# (Debian's stock nginx opens its built-in error log before the
+	# config: -e gives it the prefix's)
+	my $nginx = $o{nginx} ? "$o{nginx} -e logs/error.log" : "$ROOT/build/nginx/sbin/nginx";
 	return <<"SH";
 mkdir -p logs
 export TEST_APP_DIR=$ROOT/t/apps
 $env
-$ROOT/build/nginx/sbin/nginx -p "\$CASE" -c $conf -g 'worker_processes $n;' > nginx.out 2>&1 &
+$nginx -p "\$CASE" -c $conf -g 'worker_processes $n;' > nginx.out 2>&1 &
 for i in \$(seq 1 150); do @{[ get_sh("http://127.0.0.1:8080$url", '/dev/null') ]} && break; sleep 0.2; done
 master=\$(cat logs/nginx.pid)
 for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $n ] && break; sleep 0.1; done
