@@ -134,3 +134,10 @@ char *path_lookup(const char *name)
 	free(dirs);
 	return found;
 }
+
+const char *path_under(const char *root, const char *path)
+{
+	size_t n = root ? strlen(root) : 0;
+
+	return n && path && !strncmp(path, root, n) && path[n] == '/' ? path + n : path;
+}

@@ -39,4 +39,10 @@ int write_file(const char *path, const char *data, size_t len, mode_t mode);
  * Returns it (malloc'd; the caller frees it), or NULL (no message). */
 char *path_lookup(const char *name);
 
+/* PATH seen from directory ROOT: its part from the '/' after ROOT when it
+ * lies under ROOT ("/proc/7/root/usr/lib/x.so" under "/proc/7/root" is
+ * "/usr/lib/x.so", a pointer into PATH), else PATH itself (also when ROOT
+ * is NULL). */
+const char *path_under(const char *root, const char *path);
+
 #endif

@@ -82,14 +82,6 @@ static const char *write_for_stap(const char *root, const char *rel,
 	return from->v[from->n - 1];
 }
 
-/* P as the target names it: without ROOT (its /proc/PID/root). */
-static const char *in_target(const char *root, const char *p)
-{
-	size_t n = root ? strlen(root) : 0;
-
-	return n && !strncmp(p, root, n) && p[n] == '/' ? p + n : p;
-}
-
 /*
  * A target in another mount namespace: stap reads its binaries through
  * --sysroot, and the module probes them by the paths the target names
@@ -105,7 +97,7 @@ static int make_sysroot(struct stap_opts *s, const char *root, char **dir)
 	if (!tmpdir_create())
 		return -1;
 	for (size_t i = 0; i < s->dpaths.n; i++) {
-		const char *p = s->dpaths.v[i], *t = in_target(root, p);
+		const char *p = s->dpaths.v[i], *t = path_under(root, p);
 		char *rel, *copy;
 		if (p[0] != '/')
 			continue;	/* a kernel module's name */
@@ -289,14 +281,13 @@ int run_script(struct run_opts *o, const struct target *t,
 
 	/* (a target in a container: the script names its files as it does) */
 	for (size_t i = 0; i < libs.n; i++) {
-		const char *p = in_target(t->root, libs.v[i]);
+		const char *p = path_under(t->root, libs.v[i]);
 		if (p != libs.v[i]) {
 			char *own = xstrdup(p);
 			free(libs.v[i]);
 			libs.v[i] = own;
 		}
 	}
-	o->target_root = t->root;
 	if (t->root) {
 		if (make_sysroot(&o->stap, t->root, &sysroot) < 0) {
 			rc = EXIT_FAIL;
@@ -307,7 +298,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	eo.target_root = t->root;
 	eo.sysroot = sysroot;
 	eo.mode = o->mode;
-	eo.exec_path = t->exec ? in_target(t->root, t->exec) : NULL;
+	eo.exec_path = t->exec ? path_under(t->root, t->exec) : NULL;
 	eo.exec_comm = t->comm;
 	eo.target_pid = o->stap.pid ? o->stap.pid : o->stap.master;
 	eo.libs = libs.v;
@@ -334,7 +325,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	if (rc)
 		goto out;
 	for (size_t i = 0; i < x.modules.n; i++) {
-		const char *m = in_target(t->root, x.modules.v[i]);
+		const char *m = path_under(t->root, x.modules.v[i]);
 		if (strv_find(&o->stap.dpaths, m) < 0)
 			strv_add(&o->stap.dpaths, m);
 	}

@@ -23,9 +23,6 @@ struct run_opts {
 	struct expand_arg *args;	/* --arg NAME=VALUE */
 	size_t nargs;
 	int list_args, dump_src, no_runtime_fix;
-	const char *target_root;	/* the target's /proc/PID/root when it
-					   runs in another mount namespace
-					   (set by run_script), else NULL */
 	enum pid_ok_mode mode;		/* how $^pid_ok decides (main sets it
 					   with the target) */
 	struct stap_opts stap;		/* stap's options; the run fills in

@@ -12,19 +12,11 @@
 
 enum dwop { DW_SIZEOF, DW_OFFSETOF, DW_HAS_MEMBER, DW_HAS_TYPE, DW_ENUM };
 
-/* PATH as the target names it: without o->target_root. */
-static const char *target_path(const struct expand_opts *o, const char *path)
-{
-	size_t n = o->target_root ? strlen(o->target_root) : 0;
-
-	return n && path && !strncmp(path, o->target_root, n) && path[n] == '/' ? path + n : path;
-}
-
 /* @var's binary PATH: for a target in a container, the copy in stap's
  * sysroot (malloc'd). */
 static char *var_module(const struct expand_opts *o, const char *path)
 {
-	const char *t = target_path(o, path);
+	const char *t = path_under(o->target_root, path);
 
 	return t != path && o->sysroot ? xasprintf("%s%s", o->sysroot, t) : xstrdup(path);
 }
@@ -293,7 +285,7 @@ static void do_layout_db(struct xctx *c, size_t at, const char *key,
 	v[4] = vm.exit_lo;
 	v[5] = vm.exit_hi;
 	if (k == 1)
-		add_quoted(out, path ? target_path(c->o, path) : "");
+		add_quoted(out, path ? path_under(c->o->target_root, path) : "");
 	else if ((long long)v[k] >= 0)
 		buf_addf(out, "%llu", v[k]);
 	else	/* stap's numbers are signed 64-bit */

@@ -334,7 +334,9 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out)
 		if (!is_shared_object(p))
 			continue;
 		strip_deleted(p, "library");
-		char *host = foreign ? xasprintf("/proc/%d/root%s", (int)pid, p) : xstrdup(p);
+		char *host;
+		if (proc_file(pid, p, &host) < 0)	/* (known above: cached) */
+			continue;
 		if (strcmp(host, exe) == 0 || strv_find(&mapped, host) >= 0)
 			free(host);
 		else
