@@ -93,11 +93,6 @@ sub common {
 	return $p;
 }
 
-sub under {
-	my ($p, @seq) = @_;
-	return LjStacks::count_with($p, sub { my @f = reverse @_; LjStacks::has_seq(\@f, @seq) });
-}
-
 # The stacks of worker W (master mode), without their "worker W" frame.
 sub of_worker {
 	my ($p, $w) = @_;
@@ -108,33 +103,12 @@ sub of_worker {
 	return { stacks => \@s, total => $total, bad => [] };
 }
 
-# The leak app's truths: the heaviest path, and the bytes under foo against
-# the app's growth (collectgarbage("count") before the walk minus base).
-sub check_leak {
-	my ($name, $p, $base, $before, $o) = @_;
-	my $top = $p->{stacks}[0] // { frames => [], count => 0 };
-	my @want = ('string', '[upvalue] foo', '.go', '.demo', '._LOADED', 'registry', 'GC roots');
-	is_deeply $top->{frames}, \@want, "$name: the heaviest path: GC roots, registry, ._LOADED, .demo, .go, [upvalue] foo, string"
-		or diag LjStacks::dump_stacks($p, 5);
-	my $foo = under($p, 'GC roots', 'registry', '._LOADED', '.demo', '.go', '[upvalue] foo');
-	ok $foo >= 0.5 * $p->{total}, "$name: foo holds at least 50% of the bytes ($foo of $p->{total})";
-	# The app's growth includes the global string table's growth (its
-	# array doubles with the number of strings), which foo does not hold:
-	# the walk prints the table's size; its size at the base (a few KB,
-	# under 1% of the growth) is left in the truth.
-	my $strtab = LjStacks::count_with($p, sub { $_[0] eq 'string table' });
-	ok $strtab > 0, "$name: the string table as its own path ($strtab bytes)";
-	my $truth = ($before // 0) - ($base // 0) - $strtab;
-	ok $truth > 0 && abs($foo - $truth) <= 0.1 * $truth,
-		"$name: bytes under foo $foo within 10% of the app's growth without the string table's $truth" or diag $o;
-}
-
 if (my $case = $c->{ngx}) {
 	my $o = $case->{output};
 	my $p = common('nginx', $case);
 	my ($base) = $o =~ /^# count base: (\d+)$/m;
 	my ($before) = $o =~ /^# count before: (\d+)$/m;
-	check_leak('nginx', $p, $base, $before, $o);
+	LjGc::check_leak('nginx', $p, $base, $before, $o);
 }
 if (my $case = $c->{master}) {
 	my $o = $case->{output};
@@ -144,7 +118,7 @@ if (my $case = $c->{master}) {
 	my ($base, $before) = map { LjGc::counts($o, $_) } qw(base before);
 	for my $w (@workers) {
 		like $o, qr/^WARNING: lj-gco-ref: process $w: walk complete;/m, "master: worker $w walked";
-		check_leak("master: worker $w", of_worker($p, $w), $base->{$w}, $before->{$w}, $o);
+		LjGc::check_leak("master: worker $w", of_worker($p, $w), $base->{$w}, $before->{$w}, $o);
 	}
 	like $o, qr/^WARNING: lj-gco-ref: processes walked: (?:$workers[0] $workers[1]|$workers[1] $workers[0]); cut short: none; seen at the walk point, not walked: none$/m,
 		'master: stderr names the workers walked';

@@ -11,8 +11,7 @@
 # - --master (stapxx_master=MASTER, nginx being PID 1 in its namespace):
 #   both workers sampled, the master not;
 # - lj-gco-ref on the leak app of t/61 in the container: the walk
-#   completes; its heaviest path is t/61's, and the bytes under foo are
-#   within 10% of what the app measures.
+#   completes, with t/61's truths (LjGc::check_leak).
 use strict;
 use warnings;
 use FindBin;
@@ -94,17 +93,9 @@ if (my $case = $r->{cases}{gcoref}) {
 	is $case->{status}, 0, 'lj-gco-ref: staprun status 0' or diag $o;
 	like $o, qr/^WARNING: lj-gco-ref: process \d+: walk complete;/m, 'lj-gco-ref: the walk completes' or diag $o;
 	my $p = LjStacks::parse(LjGc::stdout_of($o));
-	my $top = $p->{stacks}[0] // { frames => [] };
-	is_deeply $top->{frames}, ['string', '[upvalue] foo', '.go', '.demo', '._LOADED', 'registry', 'GC roots'],
-		'lj-gco-ref: the heaviest path: GC roots, registry, ._LOADED, .demo, .go, [upvalue] foo, string'
-		or diag LjStacks::dump_stacks($p, 5);
 	my ($base) = $o =~ /^# count base: (\d+)$/m;
 	my ($before) = $o =~ /^# count before: (\d+)$/m;
-	my $strtab = LjStacks::count_with($p, sub { $_[0] eq 'string table' });
-	my $foo = LjStacks::count_with($p, sub { my @f = reverse @_; LjStacks::has_seq(\@f, 'GC roots', 'registry', '._LOADED', '.demo', '.go', '[upvalue] foo') });
-	my $truth = ($before // 0) - ($base // 0) - $strtab;
-	ok $truth > 0 && abs($foo - $truth) <= 0.1 * $truth,
-		"lj-gco-ref: bytes under foo $foo within 10% of the app's growth without the string table's $truth" or diag $o;
+	LjGc::check_leak('lj-gco-ref', $p, $base, $before, $o);
 }
 
 done_testing;

@@ -21,6 +21,14 @@ C</count> again (C<# count after: BYTES>).  The case's status is staprun's.
 C<up>: shell that starts the nginx instead (setting C<$master> and
 C<$worker>: Container::guest_sh), on port C<port> (default 8080).
 
+=item C<check_leak(NAME, P, BASE, BEFORE, TEXT)>
+
+The leak app's truths in a walk's parsed paths P (t/61, t/82): the
+heaviest path is GC roots, registry, ._LOADED, .demo, .go, [upvalue] foo,
+string; foo holds at least half the bytes, and within 10% of the app's
+growth (BEFORE minus BASE, its C</count>s) without the string table's own
+path.  TEXT is shown when the last fails.
+
 =item C<leak_master_case(%o)>
 
 Shell for a VM case: nginx with the leak app and two workers (their pids
@@ -70,6 +78,8 @@ use strict;
 use warnings;
 use TestUtil;
 use VM ();
+use LjStacks ();
+use Test::More ();
 
 sub leak_ngx_case {
 	my (%o) = @_;
@@ -210,6 +220,31 @@ sub parse_census {
 		}
 	}
 	return \%p;
+}
+
+
+# The leak app's truths: the heaviest path, and the bytes under foo against
+# the app's growth (collectgarbage("count") before the walk minus base).
+sub check_leak {
+	my ($name, $p, $base, $before, $o) = @_;
+	my $top = $p->{stacks}[0] // { frames => [], count => 0 };
+	my @want = ('string', '[upvalue] foo', '.go', '.demo', '._LOADED', 'registry', 'GC roots');
+	Test::More::is_deeply($top->{frames}, \@want,
+		"$name: the heaviest path: GC roots, registry, ._LOADED, .demo, .go, [upvalue] foo, string")
+		or Test::More::diag(LjStacks::dump_stacks($p, 5));
+	my $foo = LjStacks::count_with($p, sub { my @f = reverse @_;
+		LjStacks::has_seq(\@f, 'GC roots', 'registry', '._LOADED', '.demo', '.go', '[upvalue] foo') });
+	Test::More::ok($foo >= 0.5 * $p->{total}, "$name: foo holds at least 50% of the bytes ($foo of $p->{total})");
+	# The app's growth includes the global string table's growth (its
+	# array doubles with the number of strings), which foo does not hold:
+	# the walk prints the table's size; its size at the base (a few KB,
+	# under 1% of the growth) is left in the truth.
+	my $strtab = LjStacks::count_with($p, sub { $_[0] eq 'string table' });
+	Test::More::ok($strtab > 0, "$name: the string table as its own path ($strtab bytes)");
+	my $truth = ($before // 0) - ($base // 0) - $strtab;
+	Test::More::ok($truth > 0 && abs($foo - $truth) <= 0.1 * $truth,
+		"$name: bytes under foo $foo within 10% of the app's growth without the string table's $truth")
+		or Test::More::diag($o);
 }
 
 1;
