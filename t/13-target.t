@@ -83,6 +83,24 @@ for my $c (
 	unlike($e, qr/statically linked/, '-d library: no warning about a static link') or diag($e);
 }
 
+# $^dso_NAME_path: a shared object named NAME.so, not libNAME.so (nginx's
+# dynamic modules), among the -d paths; without one, the executable (the
+# module built in), with no warning.
+{
+	my $mod = "$out/ngx_gx_module.so";
+	unlink $mod;
+	symlink($f->{gx}, $mod) or die "$mod: $!";
+	my $script = 'probe begin { println("$^dso_ngx_gx_module_path $^dso_gx_path") }';
+	my ($rc, $o, $e) = stapxx('-e', $script, '--exec', $f->{nolib}, '-d', $mod, '-d', $f->{gx}, '--dump-src');
+	is($rc, 0, '$^dso_NAME_path: expands') or diag($e);
+	like($o, qr/println\("\Q$mod $f->{nolib}\E"\)/,
+		'$^dso_ngx_gx_module_path is the -d module; $^dso_gx_path is not libgx.so but the executable') or diag($o);
+	unlike($e, qr/warning: .*(dso|gx_module|statically)/, '$^dso_NAME_path: no warning when it is the executable') or diag($e);
+	($rc, $o, $e) = stapxx('-e', 'probe begin { println("$^dso__path") }', '--exec', $f->{nolib}, '--dump-src');
+	isnt($rc, 0, '$^dso__path (no name) is refused');
+	like($e, qr/unknown macro '\$\^dso__path'/, '$^dso__path: the error names it') or diag($e);
+}
+
 # What stap gets: -x for -x; for --master the master's PID as the module
 # global stapxx_master (-G), never -x (with -x SystemTap follows only the
 # master and its later children: workers that already run would be lost);

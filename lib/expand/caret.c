@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * expand/caret.c - the $^ macros: $^arg_NAME [:default(V)], $^exec_path,
- * $^libNAME_path, $^target and $^pid_ok.  See expand/caret.h.
+ * $^libNAME_path, $^dso_NAME_path, $^target and $^pid_ok.  See expand/caret.h.
  *
  * Values from outside the script (--arg values, paths) are escaped inside
  * string literals and checked in code, so they cannot change the script's
@@ -129,14 +129,14 @@ static struct expand_arg *find_arg(const struct expand_opts *o,
 	return NULL;
 }
 
-/* Does basename B match libNAME[-.0-9]*.so(.[0-9]+)* exactly? */
-static int lib_exact(const char *b, const char *name)
+/* Does basename B match PREFIX NAME[-.0-9]*.so(.[0-9]+)* exactly? */
+static int so_exact(const char *b, const char *prefix, const char *name)
 {
-	size_t n = strlen(name);
+	size_t p = strlen(prefix), n = strlen(name);
 
-	if (strncmp(b, "lib", 3) != 0 || strncmp(b + 3, name, n) != 0)
+	if (strncmp(b, prefix, p) != 0 || strncmp(b + p, name, n) != 0)
 		return 0;
-	b += 3 + n;
+	b += p + n;
 	while (*b == '-' || *b == '.' || isdigit((unsigned char)*b)) {
 		if (strncmp(b, ".so", 3) == 0 &&
 		    (b[3] == '\0' || b[3] == '.'))
@@ -154,6 +154,11 @@ static int lib_exact(const char *b, const char *name)
 			b++;
 	}
 	return *b == '\0';
+}
+
+static int lib_exact(const char *b, const char *name)
+{
+	return so_exact(b, "lib", name);
 }
 
 /* Looser: basename starts with libNAME and is a shared object (".so"). */
@@ -201,6 +206,21 @@ static const char *find_lib(struct xctx *c, size_t off, const char *name)
 	c->libs[c->nlibs].path = found;
 	c->nlibs++;
 	return found;
+}
+
+/* $^dso_NAME_path: the shared object NAME[-.0-9]*.so(.N)* among the
+ * target's libraries and the -d paths, else the executable (a plugin
+ * such as an nginx module is as often built in: no warning). */
+static const char *find_dso(struct xctx *c, const char *name)
+{
+	const struct expand_opts *o = c->o;
+
+	for (size_t i = 0; i < o->nlibs; i++) {
+		const char *b = strrchr(o->libs[i], '/');
+		if (so_exact(b ? b + 1 : o->libs[i], "", name))
+			return o->libs[i];
+	}
+	return o->exec_path;
 }
 
 /* Append the $^pid_ok expression for the mode; 0, or -1 without target. */
@@ -372,10 +392,20 @@ static void caret_path(struct xctx *c, const char *id, size_t i, size_t j,
 
 	if (o->scan_only) {
 		buf_adds(out, "/scan");	/* only the arguments matter now */
+	} else if (c->dead) {
+		buf_adds(out, "/dead");	/* stap drops the branch: no lookup */
 	} else if (strcmp(id, "exec_path") == 0) {
 		if (need_exec(c, i, "$^exec_path") == 0)
 			emit_outside(c, i, j, out, "the path of $^exec_path",
 				     o->exec_path, in_str);
+	} else if (strncmp(id, "dso_", 4) == 0) {
+		if (need_exec(c, i, "$^dso_*_path") == 0) {
+			char *name = xstrndup(id + 4, strlen(id) - 9);
+			char *what = xasprintf("the path of $^%s", id);
+			emit_outside(c, i, j, out, what, find_dso(c, name), in_str);
+			free(what);
+			free(name);
+		}
 	} else if (need_exec(c, i, "$^lib*_path") == 0) {
 		char *name = xstrndup(id + 3, strlen(id) - 8);
 		const char *path = find_lib(c, i, name);
@@ -454,15 +484,16 @@ size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 	if (strncmp(id, "arg_", 4) == 0) {
 		j = caret_arg(c, id, i, j, end, out, in_str);
 	} else if (strcmp(id, "exec_path") == 0 ||
-		   (strncmp(id, "lib", 3) == 0 &&
-		    (c->o->scan_only ||
-		     (n > 8 && strcmp(id + n - 5, "_path") == 0)))) {
+		   (((strncmp(id, "lib", 3) == 0 && n > 8) ||
+		     (strncmp(id, "dso_", 4) == 0 && n > 9)) &&
+		    (c->o->scan_only || strcmp(id + n - 5, "_path") == 0))) {
 		caret_path(c, id, i, j, out, in_str);
 	} else if (strcmp(id, "target") == 0 || strcmp(id, "pid_ok") == 0) {
 		caret_target(c, id, i, out, in_str);
 	} else {
 		xerr(c, i, "unknown macro '$^%s'", id);
 		hint("known: $^arg_NAME, $^exec_path, $^libNAME_path, "
+		     "$^dso_NAME_path, "
 		     "$^target, $^pid_ok");
 		j = (size_t)-1;
 	}

@@ -251,17 +251,20 @@ static size_t do_var(struct xctx *c, size_t i, size_t open, size_t end,
 	return close + 1;
 }
 
-/* @layout_db(on|binary|vm_size|vm_head|exit_lo|exit_hi): how the layout
- * database identified the target's LuaJIT (dw_database). */
+/* @layout_db(on|binary|vm_size|vm_head|exit_lo|exit_hi|nginx): how the
+ * layout database identified the target's LuaJIT (dw_database); nginx: 1
+ * when the LuaJIT's layouts come from it and the target is an nginx
+ * without debug info (dw_nodebug_nginx). */
 static void do_layout_db(struct xctx *c, size_t at, const char *key,
 			 struct buf *out)
 {
 	static const char *const keys[] = { "on", "binary", "vm_size",
-					    "vm_head", "exit_lo", "exit_hi" };
+					    "vm_head", "exit_lo", "exit_hi",
+					    "nginx" };
 	const size_t nkeys = sizeof(keys) / sizeof(*keys);
 	const char *path = NULL;
 	struct dw_vm vm;
-	unsigned long long v[] = { 0, 0, 0, 0, 0, 0 };
+	unsigned long long v[] = { 0, 0, 0, 0, 0, 0, 0 };
 	size_t k = 0;
 	int rc;
 
@@ -269,7 +272,7 @@ static void do_layout_db(struct xctx *c, size_t at, const char *key,
 		k++;
 	if (k == nkeys) {
 		xerr(c, at, "unknown key '%s' of @layout_db (on, binary, "
-		     "vm_size, vm_head, exit_lo or exit_hi)", key);
+		     "vm_size, vm_head, exit_lo, exit_hi or nginx)", key);
 		return;
 	}
 	if (!can_look_up(c, at, NULL, k == 1 ? "\"\"" : "0", out))
@@ -284,6 +287,7 @@ static void do_layout_db(struct xctx *c, size_t at, const char *key,
 	v[3] = vm.head;
 	v[4] = vm.exit_lo;
 	v[5] = vm.exit_hi;
+	v[6] = rc > 0 && dw_nodebug_nginx(c->o->dw) != NULL;
 	if (k == 1)
 		add_quoted(out, path ? path_under(c->o->target_root, path) : "");
 	else if ((long long)v[k] >= 0)

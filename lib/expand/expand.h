@@ -9,6 +9,8 @@
  *   $^libNAME_path           the target's shared library libNAME (exact match
  *                            libNAME[-.0-9]*.so(.N)*, then looser; else the
  *                            executable, with a warning)
+ *   $^dso_NAME_path          the target's shared object NAME[-.0-9]*.so(.N)*
+ *                            (an nginx module); else the executable, silently
  *   $^target                 target(); inside a string, the PID of -x PID
  *                            or --master PID as text ("0", with a warning,
  *                            when none was given)
