@@ -5,7 +5,7 @@
 # a debug nginx with three content_by_lua locations of known cost — /spin
 # busy-loops 2 ms of CPU time (os.clock), /fast only says "ok", /sleep
 # yields in ngx.sleep(0.2) — and an exact number of requests (busybox wget);
-# then --master with two workers.
+# then --master with two workers, and /spin on Debian's stripped nginx.
 use strict;
 use warnings;
 use Test::More;
@@ -14,6 +14,8 @@ use lib "$FindBin::Bin/lib";
 use TestUtil;
 use VM;
 use LjWait;
+use Bpf;
+use File::Path ();
 
 my $R = $ROOT;
 my $vm = VM->new;
@@ -66,12 +68,21 @@ http {
 CONF
 close $fh;
 
-# both modules at once, as the other VM tests build theirs (VM::builds)
-my ($ko, $kom) = $vm->builds(['exectime', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx],
+# Debian's stock nginx, with the lua module (which exports the handlers)
+# and libluajit2, stripped: the same app, loaded as the lua module's docs
+# say (issue 21)
+File::Path::make_path("$out/stock");
+spit("$out/stock/nginx.conf", Bpf::stock_conf(slurp("$out/nginx.conf"), 'nginx.conf'));
+
+# the modules at once, as the other VM tests build theirs (VM::builds)
+my ($ko, $kom, $kos) = $vm->builds(['exectime', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx],
 	# master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
-	['exectime_m', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx, args => ['--master', '-']]);
+	['exectime_m', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx, args => ['--master', '-']],
+	['exectime_s', "$R/samples/ngx-lua-exec-time.sxx", exec => '/usr/sbin/nginx',
+	 args => [VM::stock_d()]]);
 ok $ko, 'ngx-lua-exec-time builds against the tree' or diag $vm->build_log;
 ok $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag $vm->build_log;
+ok $kos, 'ngx-lua-exec-time builds for Debian\'s stripped nginx and its lua module' or diag $vm->build_log;
 
 # nginx with WORKERS workers; the module on them while curl makes REQS
 # (a list of "COUNT PATH"), then Ctrl-C.  The requests start once the
@@ -79,7 +90,8 @@ ok $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag $vm->bui
 # it from the begin probe, before it registers the uprobes, and a request
 # that came in between would not be timed.
 sub ngx_case {
-	my ($workers, $run, @reqs) = @_;
+	my (%o) = @_;
+	my @reqs = @{$o{reqs}};
 	# the spinning code's own time (its /spun is a call too: asked once
 	# the session is over)
 	# Each request is timed by the shell around the client: the handler
@@ -87,8 +99,9 @@ sub ngx_case {
 	my $get = join "\n", map { my ($n, $p) = split / /;
 		"for i in \$(seq 1 $n); do t0=\$(date +%s%N); " . VM::get_sh("http://127.0.0.1:8080$p", '/dev/null')
 		. "; echo \"# took $p \$(( (\$(date +%s%N) - t0) / 1000 ))\"; done" } @reqs;
-	return VM::nginx_up(conf => "$out/nginx.conf", workers => $workers, url => '/fast') . <<"SH"
-staprun $run > stap.out 2> stap.err &
+	return VM::nginx_up(conf => $o{conf} // "$out/nginx.conf", nginx => $o{nginx}, workers => $o{workers} // 1,
+			url => '/fast') . <<"SH"
+staprun $o{run} > stap.out 2> stap.err &
 sp=\$!
 for i in \$(seq 1 300); do grep -q 'press Ctrl-C' stap.err && break; sleep 0.2; done
 @{[ LjWait::uprobes_placed('$(pgrep -P $master)') ]}$get
@@ -103,11 +116,13 @@ SH
 
 if ($ko) {
 	my $x = '-x $worker "$VM_JOB"/exectime.ko';
-	$vm->case(spin => ngx_case(1, $x, '20 /spin'), files => [$ko], timeout => 120);
-	$vm->case(fast => ngx_case(1, $x, '30 /fast', '5 /sleep'), files => [$ko], timeout => 120);
+	$vm->case(spin => ngx_case(run => $x, reqs => ['20 /spin']), files => [$ko], timeout => 120);
+	$vm->case(fast => ngx_case(run => $x, reqs => ['30 /fast', '5 /sleep']), files => [$ko], timeout => 120);
 }
-$vm->case(master => ngx_case(2, '"$VM_JOB"/exectime_m.ko stapxx_master=$master', '40 /fast'),
+$vm->case(master => ngx_case(workers => 2, run => '"$VM_JOB"/exectime_m.ko stapxx_master=$master', reqs => ['40 /fast']),
 		  files => [$kom], timeout => 120) if $kom;
+$vm->case(stock => ngx_case(run => '-x $worker "$VM_JOB"/exectime_s.ko', reqs => ['20 /spin'],
+		  conf => "$out/stock/nginx.conf", nginx => '/usr/sbin/nginx'), files => [$kos], timeout => 120) if $kos;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
@@ -148,18 +163,19 @@ sub within_requests {
 }
 
 my %p;
-CASE: {
-	my $c = $r->{cases}{spin} or do { fail('no spin case'); last CASE };
+sub check_spin {
+	my ($name) = @_;
+	my $c = $r->{cases}{$name} or do { fail("no $name case"); return undef };
 	my $o = $c->{output};
-	is $c->{status}, 0, 'spin: staprun status 0' or diag $o;
-	placed_ok('spin', $o, 1);
+	is $c->{status}, 0, "$name: staprun status 0" or diag $o;
+	placed_ok($name, $o, 1);
 	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua content, rewrite and access handlers; press Ctrl-C to stop$/m,
-		'spin: says what it times on stderr';
-	my $p = $p{spin} = parse($o);
-	within_requests('spin', $o, $p);
+		"$name: says what it times on stderr";
+	my $p = parse($o);
+	within_requests($name, $o, $p);
 	is "@$p{qw(calls done yielded declined errors)}", '20 20 0 0 0',
-		'spin: 20 requests, 20 content handler calls that ran to the end' or diag $o;
-	ok $p->{min} >= 2000, "spin: min $p->{min} us >= 2 ms (2 ms of CPU time in Lua take as long on the clock at least)" or diag $o;
+		"$name: 20 requests, 20 content handler calls that ran to the end" or diag $o;
+	ok $p->{min} >= 2000, "$name: min $p->{min} us >= 2 ms (2 ms of CPU time in Lua take as long on the clock at least)" or diag $o;
 	# The wall-clock time of the spin depends on the guest's load (it
 	# was 11.8 ms on average on a loaded host, 51 ms at most): the app's
 	# own clock around its code is the truth.  The handler holds the
@@ -170,17 +186,24 @@ CASE: {
 	# than its code, while /fast averaged 0.8 ms): the upper bound is the
 	# requests' own time, by the shell's clock around the client.
 	my ($n, $us, $min) = $o =~ /^# spun (\d+) (\d+) (\d+)$/m;
-	is $n, 20, 'spin: the app timed its 20 spins' or diag $o;
+	is $n, 20, "$name: the app timed its 20 spins" or diag $o;
 	my $app = $n ? $us / $n : 0;
 	$p->{app} = $app;
-	ok $app && $p->{avg} >= $app, sprintf('spin: avg %d us >= the app\'s own %d us (the handler holds its code)', $p->{avg}, $app)
+	ok $app && $p->{avg} >= $app, sprintf("$name: avg %d us >= the app's own %d us (the handler holds its code)", $p->{avg}, $app)
 		or diag $o;
-	ok $min && $p->{min} >= $min, "spin: min $p->{min} us >= the app's own $min us" or diag $o;
-	ok $p->{max} >= $p->{avg}, 'spin: max >= avg';
-	is $p->{hist}, 20, 'spin: the histogram holds the 20 calls' or diag $o;
-	unlike $o, qr/^(rewrite|access) handler:/m, 'spin: no rewrite or access handler (none configured)';
-	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, 'spin: no SystemTap errors or warnings' or diag $o;
+	ok $min && $p->{min} >= $min, "$name: min $p->{min} us >= the app's own $min us" or diag $o;
+	ok $p->{max} >= $p->{avg}, "$name: max >= avg";
+	is $p->{hist}, 20, "$name: the histogram holds the 20 calls" or diag $o;
+	unlike $o, qr/^(rewrite|access) handler:/m, "$name: no rewrite or access handler (none configured)";
+	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, "$name: no SystemTap errors or warnings" or diag $o;
+	return $p;
 }
+
+$p{spin} = check_spin('spin');
+# Debian's stripped nginx: the same, the handlers found by their exported
+# symbols in the lua module and their return value from its register
+check_spin('stock');
+
 CASE: {
 	my $c = $r->{cases}{fast} or do { fail('no fast case'); last CASE };
 	my $o = $c->{output};

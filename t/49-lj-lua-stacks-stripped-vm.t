@@ -56,7 +56,7 @@ my $lj2 = Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
 # (2,000 samples a second: under TCG nginx's deeper stacks cost the probe
 # twice what the CLI's do; t/41)
 push @mods, ['stock', 'ljs_stock', $S, exec => '/usr/sbin/nginx',
-	args => ['-d', '/usr/lib/nginx/modules/ngx_http_lua_module.so', '-d', $lj2, '--arg', 'hz=2000']];
+	args => [VM::stock_d(), '--arg', 'hz=2000']];
 my %ko;
 @ko{ map { $_->[0] } @mods } = $vm->builds(map { [@$_[1 .. $#$_]] } @mods);
 ok $ko{ $_->[0] }, "$_->[2] builds for the stripped $_->[4]" for @mods;

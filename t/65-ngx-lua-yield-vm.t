@@ -26,7 +26,6 @@ use VM;
 use LjStacks;
 use LjWait;
 use Bpf;
-use Cwd ();
 use File::Path ();
 use Test::More;
 
@@ -52,9 +51,7 @@ ok $ko, 'ngx-lua-yield builds for nginx' or diag $vm->build_log;
 # lua_yield and lua_resume are exported, and the sample reads L from the
 # first argument's register, so it needs no DWARF; the lua module (which
 # the config loads) and its libluajit are named with -d
-my $lj2 = Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2');
-my $ko_stock = $vm->build('yield_stock', $S, exec => '/usr/sbin/nginx',
-	args => ['-D', 'STP_NO_OVERLOAD', '-d', '/usr/lib/nginx/modules/ngx_http_lua_module.so', '-d', $lj2]);
+my $ko_stock = $vm->build('yield_stock', $S, exec => '/usr/sbin/nginx', args => ['-D', 'STP_NO_OVERLOAD', VM::stock_d()]);
 ok $ko_stock, 'ngx-lua-yield builds for Debian\'s stripped nginx' or diag $vm->build_log;
 # (named wait.conf, as the chunks' names show it)
 File::Path::make_path($vm->out . '/stock');

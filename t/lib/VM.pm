@@ -189,6 +189,12 @@ C<TEST_APP_DIR> is already set to C<t/apps>), C<nginx> (another nginx
 binary, e.g. Debian's C</usr/sbin/nginx>: its error log goes to the case
 dir too).  nginx's own output goes to C<$CASE/nginx.out>.
 
+=item C<VM::stock_d()>
+
+The C<-d> options a module for Debian's stock nginx is built with (it is
+built with C<--exec /usr/sbin/nginx>, no process to read): the lua
+module nginx loads and its libluajit2, both stripped.
+
 =item C<VM::get_sh(URL [, OUT])>
 
 Shell text that fetches URL in the guest and writes its body to OUT (a
@@ -216,6 +222,7 @@ use strict;
 use warnings;
 use File::Basename qw(basename);
 use File::Path qw(remove_tree);
+use Cwd ();
 use Digest::SHA ();
 use Fcntl ();
 use POSIX ();
@@ -224,6 +231,11 @@ use Test::More ();
 use TestUtil;
 
 my $krel_cache;
+
+sub stock_d {
+	return ('-d', '/usr/lib/nginx/modules/ngx_http_lua_module.so',
+		'-d', Cwd::abs_path('/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2'));
+}
 
 sub get_sh {
 	my ($url, $out) = @_;
