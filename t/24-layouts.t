@@ -116,6 +116,15 @@ for my $flavor (qw(gc64 nogc64)) {
 			my ($drc, $dout, $derr) = run_cmd($STAPXX, '--dump-src', '--exec', $debug, $s);
 			my ($src, $sout, $serr) = run_cmd($STAPXX, '--dump-src', '--exec', $bin, $s);
 			is($drc, 0, "$sn: the debug build expands") or diag($derr);
+			if ($sn =~ /^lj-gc(?:-objs|o-ref)\.sxx$/) {
+				# the heap walks run without debug info in nginx only:
+				# the CLI's walk point is an internal function
+				is($src, 1, "$sn: refused on the stripped CLI");
+				like($serr, qr/^\S*tapset\/luajit_gcwalk\.sxx:\d+: error: a walk of the heap of a LuaJIT without debug info needs nginx's event loop .*lj_gc_step, an internal function that a stripped binary has no symbol for$/m,
+				     "$sn: ... saying why (its walk point)") or diag($serr);
+				unlike($serr, qr/semantic error|warning/, "$sn: ... with no other message") or diag($serr);
+				next;
+			}
 			is($src, 0, "$sn: the stripped copy expands") or diag($serr);
 			$dout = without_nodebug($dout) =~ s/\Q$debug\E/BINARY/gr;
 			$sout = without_nodebug($sout) =~ s/\Q$bin\E/BINARY/gr;
@@ -140,11 +149,11 @@ for my $flavor (qw(gc64 nogc64)) {
 	# those whose header says they do not, and says so before running stap
 	($rc, $o, my $e) = run_cmd($STAPXX, '-p1', '--exec', $bin, "$ROOT/samples/lj-lua-stacks.sxx");
 	unlike($e, qr/cannot run|error: the SystemTap backend/, "$flavor: lj-lua-stacks goes to stap (-p1)") or diag($e);
-	($rc, $o, $e) = run_cmd($STAPXX, '-p4', '--exec', $bin, "$ROOT/samples/lj-gc-objs.sxx");
-	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses lj-gc-objs on the stripped copy");
-	like($e, qr/^stap\+\+: error: the SystemTap backend cannot run '\S*lj-gc-objs\.sxx' on '\Q$bin\E': it has no debug info .*$/m,
+	($rc, $o, $e) = run_cmd($STAPXX, '-p4', '--exec', $bin, "$ROOT/samples/lj-lua-alloc.sxx");
+	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses lj-lua-alloc on the stripped copy");
+	like($e, qr/^stap\+\+: error: the SystemTap backend cannot run '\S*lj-lua-alloc\.sxx' on '\Q$bin\E': it has no debug info .*$/m,
 	     "$flavor: ... saying why") or diag($e);
-	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx, lj-lua-fio\.sxx and ngx-lua-yield\.sxx run without them .*'# stap\+\+ stripped: ok'/m,
+	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx, lj-lua-fio\.sxx, ngx-lua-yield\.sxx and ngx-lua-exec-time\.sxx run without them, and in nginx lj-gc-objs\.sxx and lj-gco-ref\.sxx .*'# stap\+\+ stripped: ok'/m,
 	     "$flavor: ... which scripts run, and how a script says so") or diag($e);
 	like($e, qr/^hint: --runtime=bpf runs lj-lua-stacks, .* on it, no debug info needed$/m,
 	     "$flavor: ... and what the eBPF backend runs on it") or diag($e);

@@ -13,6 +13,8 @@
 #   (The nginx case walks the GC64 library; t/61 runs both CLI builds. A
 #   GC64 CLI case here cost a module build and a case: the three test
 #   files share a 180 s budget.)
+# - the same in Debian's stock nginx (stripped), with one Lua request
+#   once the session started (its VM is found at the request's lua_resume).
 # - --master with two nginx workers (module built with --master -, run as
 #   'staprun MOD.ko stapxx_master=MASTER'): one census per worker, each
 #   headed by its pid, each within 5% of that worker's own count; the
@@ -30,18 +32,23 @@ use Test::More;
 my $vm = VM->new;
 my $nginx = 'build/nginx/sbin/nginx';
 my %ko;
-@ko{qw(ngx master nogc64)} = $vm->builds(    # two at a time
+@ko{qw(ngx master nogc64 stock)} = $vm->builds(    # two at a time
 	['gcobjs_ngx', 'samples/lj-gc-objs.sxx', exec => $nginx, args => ['--arg', 'time=60', '--arg', 'gap=5']],
 	['gcobjs_master', 'samples/lj-gc-objs.sxx', exec => $nginx,
 	 args => ['--master', '-', '--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
 	['gcobjs_nogc64', 'samples/lj-gc-objs.sxx', exec => 'build/luajit-nogc64/bin/luajit',
-	 args => ['--arg', 'time=60', '--arg', 'gap=5']]);
+	 args => ['--arg', 'time=60', '--arg', 'gap=5']],
+	['gcobjs_stock', 'samples/lj-gc-objs.sxx', exec => '/usr/sbin/nginx',
+	 args => [VM::stock_d(), '--arg', 'time=60', '--arg', 'gap=5']]);
 ok $ko{ngx}, 'lj-gc-objs builds for nginx';
 ok $ko{nogc64}, 'lj-gc-objs builds for the nogc64 luajit CLI';
 ok $ko{master}, 'lj-gc-objs builds in master mode (--master -)';
+ok $ko{stock}, 'lj-gc-objs builds for Debian\'s stripped nginx' or diag $vm->build_log;
 
 $vm->case(ngx => LjGc::leak_ngx_case(module => 'gcobjs_ngx.ko', load => 2, n => 100),
 	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
+$vm->case(stock => LjGc::leak_ngx_case(module => 'gcobjs_stock.ko', load => 2, n => 100, LjGc::stock_case($vm)),
+	files => [$ko{stock}], timeout => 150) if $ko{stock};
 $vm->case(master => LjGc::leak_master_case(module => 'gcobjs_master.ko', load => 2, n => 100),
 	files => [$ko{master}], timeout => 150) if $ko{master};
 for my $b (qw(nogc64)) {
@@ -82,32 +89,39 @@ sub check_census {
 	return $p;
 }
 
-if (my $case = $c->{ngx}) {
+sub check_ngx {
+	my ($name, $key) = @_;
+	my $case = $c->{$key} or return fail("no $key case");
 	my $o = $case->{output};
 	my ($before) = $o =~ /^# count before: (\d+)$/m;
 	my ($after) = $o =~ /^# count after: (\d+)$/m;
-	ok $before && $after, 'nginx: the app measured its heap before and after' or diag $o;
+	ok $before && $after, "$name: the app measured its heap before and after" or diag $o;
 	# the walk runs while the worker serves /ping (no Lua): the heap at rest
 	ok $before && $after && abs($after - $before) <= 0.01 * $before,
-		"nginx: the heap at rest during the walk (count $before, then $after)" or diag $o;
-	my $p = check_census('nginx', $case, $after // 1);
-	note "nginx: count before $before, after $after";
+		"$name: the heap at rest during the walk (count $before, then $after)" or diag $o;
+	my $p = check_census($name, $case, $after // 1);
+	note "$name: count before $before, after $after";
 	my @order = @{ $p->{order} };
 	# strings first; then tables and the string table, in either order: both
 	# grow by powers of two (foo's array part, the hash array), so which is
 	# bigger depends on how many requests the load made
 	is_deeply [$order[0], sort @order[1, 2]], ['string', 'string table', 'table'],
-		'nginx: strings, then tables and the string table hold the most bytes' or diag $o;
+		"$name: strings, then tables and the string table hold the most bytes" or diag $o;
 	ok $p->{type}{string}{bytes} + $p->{type}{table}{bytes} >= 0.6 * $p->{total},
-		'nginx: strings and tables hold at least 60% of the total' or diag $o;
+		"$name: strings and tables hold at least 60% of the total" or diag $o;
 	my ($reqs) = $o =~ /^# (\d+) requests in/m;
 	ok $reqs && $p->{type}{string}{count} >= 100 * $reqs,
-		"nginx: at least the app's strings (100 per request, $reqs requests: $p->{type}{string}{count})";
-	like $o, qr/^  string 0x[0-9a-f]+: \d+ bytes "/m, 'nginx: biggest strings listed';
-	like $o, qr/^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m, 'nginx: biggest tables listed';
+		"$name: at least the app's strings (100 per request, $reqs requests: $p->{type}{string}{count})";
+	like $o, qr/^  string 0x[0-9a-f]+: \d+ bytes "/m, "$name: biggest strings listed";
+	like $o, qr/^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m, "$name: biggest tables listed";
 	my ($asize) = $o =~ /^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m;
-	ok $asize && $asize >= $p->{type}{string}{count} * 0.5, "nginx: the biggest table is foo ($asize array slots)";
+	ok $asize && $asize >= $p->{type}{string}{count} * 0.5, "$name: the biggest table is foo ($asize array slots)";
 }
+
+check_ngx('nginx', 'ngx');
+# Debian's stripped nginx: the same census, the VM found at the lua_resume
+# of the request that kicked the walk
+check_ngx('stock', 'stock');
 if (my $case = $c->{master}) {
 	my $o = $case->{output};
 	is $case->{status}, 0, 'master: staprun status 0' or diag $o;

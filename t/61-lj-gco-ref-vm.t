@@ -13,6 +13,8 @@
 #   function), cdata, a key with control bytes (escaped), a number key
 #   ([N]) and a table key ([table]): the walk terminates, each big object
 #   is counted once, on the expected path.
+# - the same in Debian's stock nginx (stripped), with one Lua request
+#   once the session started (its VM is found at the request's lua_resume).
 # - --master with two nginx workers: the workers walked one after the
 #   other, each worker's paths under its own "worker PID" root frame, each
 #   with the heaviest path and the bytes under foo as above (against that
@@ -30,17 +32,21 @@ use Test::More;
 my $vm = VM->new;
 my $co_line = LjStacks::line_of("$ROOT/t/apps/leak/hostile.lua", qr/^    co = coroutine\.create\(function\(\)$/);
 my %ko;
-@ko{qw(ngx master gc64 nogc64)} = $vm->builds(    # two at a time
+@ko{qw(ngx master gc64 nogc64 stock)} = $vm->builds(    # two at a time
 	['gcoref_ngx', 'samples/lj-gco-ref.sxx', exec => 'build/nginx/sbin/nginx', args => ['--arg', 'time=60', '--arg', 'gap=5']],
 	['gcoref_master', 'samples/lj-gco-ref.sxx', exec => 'build/nginx/sbin/nginx',
 	 args => ['--master', '-', '--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
-	map { ["gcoref_$_", 'samples/lj-gco-ref.sxx', exec => "build/luajit-$_/bin/luajit", args => ['--arg', 'time=40', '--arg', 'gap=5']] }
-		qw(gc64 nogc64));
+	(map { ["gcoref_$_", 'samples/lj-gco-ref.sxx', exec => "build/luajit-$_/bin/luajit", args => ['--arg', 'time=40', '--arg', 'gap=5']] }
+		qw(gc64 nogc64)),
+	['gcoref_stock', 'samples/lj-gco-ref.sxx', exec => '/usr/sbin/nginx', args => [VM::stock_d(), '--arg', 'time=60', '--arg', 'gap=5']]);
 ok $ko{ngx}, 'lj-gco-ref builds for nginx';
 ok $ko{master}, 'lj-gco-ref builds in master mode (--master -)';
 ok $ko{$_}, "lj-gco-ref builds for the $_ luajit CLI" for qw(gc64 nogc64);
+ok $ko{stock}, 'lj-gco-ref builds for Debian\'s stripped nginx' or diag $vm->build_log;
 $vm->case(ngx => LjGc::leak_ngx_case(module => 'gcoref_ngx.ko', load => 2, n => 100),
 	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
+$vm->case(stock => LjGc::leak_ngx_case(module => 'gcoref_stock.ko', load => 2, n => 100, LjGc::stock_case($vm)),
+	files => [$ko{stock}], timeout => 150) if $ko{stock};
 $vm->case(master => LjGc::leak_master_case(module => 'gcoref_master.ko', load => 2, n => 100),
 	files => [$ko{master}], timeout => 150) if $ko{master};
 for my $b (qw(gc64 nogc64)) {
@@ -103,12 +109,16 @@ sub of_worker {
 	return { stacks => \@s, total => $total, bad => [] };
 }
 
-if (my $case = $c->{ngx}) {
+# nginx, and Debian's stripped nginx (its VM found at the lua_resume of
+# the request that kicked the walk): the same paths
+for (['nginx', 'ngx'], ['stock', 'stock']) {
+	my ($name, $key) = @$_;
+	my $case = $c->{$key} or do { fail("no $key case"); next };
 	my $o = $case->{output};
-	my $p = common('nginx', $case);
+	my $p = common($name, $case);
 	my ($base) = $o =~ /^# count base: (\d+)$/m;
 	my ($before) = $o =~ /^# count before: (\d+)$/m;
-	LjGc::check_leak('nginx', $p, $base, $before, $o);
+	LjGc::check_leak($name, $p, $base, $before, $o);
 }
 if (my $case = $c->{master}) {
 	my $o = $case->{output};

@@ -344,8 +344,9 @@ int run_script(struct run_opts *o, const struct target *t,
 		      "database, but stap needs the DWARF and symbols of "
 		      "LuaJIT's VM for what this script may use)", src->path, db);
 		hint("samples/lj-lua-stacks.sxx, lj-lua-bt.sxx, lj-vm-states.sxx, "
-		     "lj-lua-off-cpu.sxx, lj-lua-fio.sxx and ngx-lua-yield.sxx run "
-		     "without them (a "
+		     "lj-lua-off-cpu.sxx, lj-lua-fio.sxx, ngx-lua-yield.sxx and "
+		     "ngx-lua-exec-time.sxx run without them, and in nginx "
+		     "lj-gc-objs.sxx and lj-gco-ref.sxx (a "
 		     "script says so with a header line '" STRIPPED_TAG "ok', "
 		     "docs/stock-binaries.md)");
 		hint("--runtime=bpf runs lj-lua-stacks, lj-lua-bt, lj-vm-states, "

@@ -20,6 +20,17 @@ while wrk on C</ping> (no Lua, one connection) gives the idle worker events, the
 C</count> again (C<# count after: BYTES>).  The case's status is staprun's.
 C<up>: shell that starts the nginx instead (setting C<$master> and
 C<$worker>: Container::guest_sh), on port C<port> (default 8080).
+C<conf> and C<nginx>: another config and nginx binary (Debian's stock
+one: VM::nginx_up).  C<kick>: staprun runs in the background, and once
+its uprobes are in the worker one request runs Lua code (C</count>,
+printed as C<# count kick: BYTES>): a stripped nginx's VM is found at
+its lua_resume (tapset luajit_gcwalk).
+
+=item C<stock_case(VM)>
+
+The options of C<leak_ngx_case> that run the leak app in Debian's stock
+nginx instead (stripped): its config (written under the VM's out dir,
+loading the lua module), the binary, and the kick.
 
 =item C<check_leak(NAME, P, BASE, BEFORE, TEXT)>
 
@@ -79,6 +90,9 @@ use warnings;
 use TestUtil;
 use VM ();
 use LjStacks ();
+use LjWait ();
+use Bpf ();
+use File::Path ();
 use Test::More ();
 
 sub leak_ngx_case {
@@ -87,7 +101,8 @@ sub leak_ngx_case {
 	my $n = $o{n} // 100;
 	my $conf = "$ROOT/t/apps/leak/nginx.conf";
 	my $run = $o{run} // qq{timeout -s INT -k 10 90 staprun -x \$worker "\$VM_JOB"/$o{module}};
-	my $sh = ($o{up} // VM::nginx_up(conf => $conf, url => '/ping', env => "export LEAK_APP_DIR=$ROOT/t/apps/leak")) . <<"SH";
+	my $sh = ($o{up} // VM::nginx_up(conf => $o{conf} // $conf, nginx => $o{nginx}, url => '/ping',
+					  env => "export LEAK_APP_DIR=$ROOT/t/apps/leak")) . <<"SH";
 @{[ VM::get_sh('http://127.0.0.1:8080/go?n=0', '/dev/null') ]}
 echo "# count base: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c4 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
@@ -96,13 +111,24 @@ echo "# count before: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c1 -d 120s http://127.0.0.1:8080/ping > /dev/null 2>&1 &
 ping=\$!
 SH
-	$sh .= _stop_and_print($run, 'echo "# count after: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"');
+	my $kick = $o{kick} && LjWait::uprobes_placed('$worker')
+		. 'echo "# count kick: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"' . "\n";
+	$sh .= _stop_and_print($run, 'echo "# count after: $(' . VM::get_sh('http://127.0.0.1:8080/count') . ')"', $kick);
 	$sh =~ s/127\.0\.0\.1:8080/127.0.0.1:$o{port}/g if $o{port};
 	return $sh;
 }
 
-# Shell: RUN (staprun) with its stdout in stap.out, then stop the $ping load,
-# run POST, stop nginx, and print stderr, nginx's alerts and "== stdout".
+sub stock_case {
+	my ($vm) = @_;
+	my $conf = $vm->out . '/stock/leak.conf';
+	File::Path::make_path($vm->out . '/stock');
+	spit($conf, Bpf::stock_conf(slurp("$ROOT/t/apps/leak/nginx.conf"), 't/apps/leak/nginx.conf'));
+	return (conf => $conf, nginx => '/usr/sbin/nginx', kick => 1);
+}
+
+# Shell: RUN (staprun) with its stdout in stap.out (in the background
+# while KICK runs, if given), then stop the $ping load, run POST, stop
+# nginx, and print stderr, nginx's alerts and "== stdout".
 # For a read the walk could not do (an address in stap.err): the
 # workers' mapping holding it and its page's /proc/PID/pagemap entry
 # (bit 63 present, 62 swapped), to tell a page briefly not present from
@@ -118,9 +144,10 @@ done
 SH
 
 sub _stop_and_print {
-	my ($run, $post) = @_;
+	my ($run, $post, $kick) = @_;
+	my $wait = $kick ? "&\nsp=\$!\n${kick}wait \$sp" : '';
 	return <<"SH";
-$run > stap.out 2> stap.err
+$run > stap.out 2> stap.err $wait
 rc=\$?
 cat stap.err
 @{[ PAGES_SH ]}kill \$ping
