@@ -11,6 +11,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use TestUtil;
 use Test::More;
+use File::Spec;
 
 my %bad = (                     # script => a bad argument and the error it gets
 	deps               => [['--bogus'], qr/unknown argument '--bogus'/],
@@ -74,6 +75,23 @@ for my $c (
 	is($rc, 2, "$name @$args: exit 2");
 	like($err, qr/\A\Q$name\E: error: $msg[^\n]*\n.*^usage: /ms, "$name @$args: error, then usage, on stderr");
 	unlike($err, qr/unbound variable/, "$name @$args: no shell error");
+}
+
+# dev/test-repeat counts each file's failed rounds from prove's summary,
+# whose file names are padded: a passing and a failing file, two rounds
+{
+	my $d = scratch('35-test-repeat');
+	spit("$d/passes-and-has-a-long-name.t", "use Test::More; ok(1, 'passes'); done_testing;\n");
+	spit("$d/fail.t", "use Test::More; ok(0, 'fails'); done_testing;\n");
+	my $rel = File::Spec->abs2rel($d, $ROOT);
+	my ($rc, $out, $err) = run_cmd({ cwd => $ROOT, env => { STAPXX_PROVE_RULES => '' } },
+		"$ROOT/dev/test-repeat", '-n', '2', '-j', '1', "$rel/passes-and-has-a-long-name.t", "$rel/fail.t");
+	is($rc, 1, 'test-repeat: exit 1 when a round failed') or diag($err);
+	like($out, qr{^test-repeat: round 1: FAIL in \d+ s; failed: \Q$rel\E/fail\.t$}m,
+		'test-repeat: each round names the failed file') or diag($out);
+	like($out, qr{^  0/2  \Q$rel\E/passes-and-has-a-long-name\.t\n  2/2  \Q$rel\E/fail\.t$}m,
+		'test-repeat: failures per file over the rounds') or diag($out);
+	like($out, qr{^test-repeat: 2 failed file runs of 4$}m, 'test-repeat: the total') or diag($out);
 }
 
 done_testing();
