@@ -13,7 +13,9 @@ against real targets, for the t/7*.t tests.
 =item C<spawn([{ stdout => FILE },] CMD...)>
 
 Starts CMD in the background (stdout and stderr to /dev/null, or stdout
-to FILE); returns its pid.
+to FILE); returns its pid once CMD runs (the child has exec'd it: a
+close-on-exec pipe tells), so /proc/PID/exe is CMD's, never perl's.
+Dies if the exec fails.
 
 =item C<wait_end(H, SECONDS)>
 
@@ -144,14 +146,22 @@ use Test::More ();
 sub spawn {
 	my $o = ref $_[0] eq 'HASH' ? shift : {};
 	my @cmd = @_;
+	# (perl opens pipes close-on-exec: the parent reads EOF at the exec)
+	pipe(my $r, my $w) or die "pipe: $!";
 	my $pid = fork() // die "fork: $!";
 	if (!$pid) {
+		close $r;
 		open(STDIN, '<', '/dev/null');
 		open(STDOUT, '>', $o->{stdout} // '/dev/null');
 		open(STDERR, '>', '/dev/null');
 		{ exec { $cmd[0] } @cmd; }
+		syswrite $w, "exec $cmd[0]: $!";
 		POSIX::_exit(127);
 	}
+	close $w;
+	my $n = sysread($r, my $err, 512);
+	close $r;
+	die "Bpf::spawn: $err\n" if $n;
 	return $pid;
 }
 
