@@ -360,7 +360,7 @@ sub stock_conf {
 
 sub nginx {
 	my (%o) = @_;
-	my $port = 20000 + $$ % 20000;
+	my $port = TestUtil::free_port();
 	my $prefix = "$ROOT/t/out/bpf-nginx.$$";
 	make_path("$prefix/logs");
 	my $file = $o{conf} // 't/apps/nginx.conf';

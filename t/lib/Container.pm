@@ -58,26 +58,12 @@ use Digest::SHA ();
 use File::Path qw(make_path remove_tree);
 use File::Copy ();
 use Time::HiRes qw(sleep);
-use IO::Socket::INET ();
 use TestUtil;
 use Bpf;
 use VM ();
 
 my ($count, @cleanup) = (0);
 END { remove_tree($_) for @cleanup }
-
-# A port on 127.0.0.1 that nothing listens on now (other tests start
-# nginx on ports of their own pid: t/lib/Bpf.pm).
-sub _free_port {
-	for (1 .. 100) {
-		my $port = 20000 + int(rand(20000));
-		my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Proto => 'tcp', Listen => 1)
-			or next;
-		close $s;
-		return $port;
-	}
-	die "no free port on 127.0.0.1\n";
-}
 
 # The cgroup hierarchy a process is moved into: cgroup v2 (alone, or the
 # unified one of a hybrid host), else v1's memory controller.
@@ -118,7 +104,7 @@ sub nginx {
 	my $file = $o{conf} // 't/apps/nginx.conf';
 	(my $appdir = "$ROOT/$file") =~ s{/[^/]+$}{};
 	File::Copy::copy($_, "$root/app/") or die "copy $_: $!\n" for glob("$appdir/*.lua");
-	my $port = _free_port();
+	my $port = TestUtil::free_port();
 	my $conf = slurp("$ROOT/$file");
 	$conf =~ s/127\.0\.0\.1:8080/127.0.0.1:$port/ or die "$file: no listen line\n";
 	$conf = Bpf::stock_conf($conf, $file) if $o{stock};

@@ -19,6 +19,7 @@ use POSIX ();
 use Exporter 'import';
 
 our @EXPORT = qw($ROOT $STAPXX scratch slurp spit run_cmd);
+our @EXPORT_OK = qw(free_port);
 
 # The repository (absolute).  Tests use it for every path, so they run from
 # any directory.
@@ -124,6 +125,34 @@ sub run_cmd {
 	my $e = $opt->{merge} ? '' : slurp($err) // '';
 	unlink(grep { /^\Q$tmp\E/ } $out, $err);
 	return ($rc, $o, $e);
+}
+
+# A TCP port on 127.0.0.1 that no socket is bound to now, for a server a
+# test starts (nginx: Bpf::nginx, Container::nginx).  It lies below the
+# kernel's ephemeral range (net.ipv4.ip_local_port_range), from which
+# connect() takes the local port of every client socket: tests run side by
+# side, and one test's wrk holds dozens of such ports in its connections;
+# a server port in that range can be one of them by the time nginx binds
+# it (EADDRINUSE: the client socket has no SO_REUSEADDR), which a port
+# below it cannot.  (bind(0) takes its port from that range too: only
+# when the range leaves fewer than 1,000 ports above 20000 below it.)
+sub free_port {
+	require IO::Socket::INET;
+	my ($lo) = split ' ', slurp('/proc/sys/net/ipv4/ip_local_port_range') // '';
+	$lo = 32768 unless defined $lo && $lo =~ /^\d+$/;
+	my %try = (LocalAddr => '127.0.0.1', Proto => 'tcp', Listen => 1);
+	if ($lo > 21000) {
+		for (1 .. 100) {
+			my $port = 20000 + int(rand($lo - 20000));
+			my $s = IO::Socket::INET->new(%try, LocalPort => $port) or next;
+			close $s;
+			return $port;
+		}
+	}
+	my $s = IO::Socket::INET->new(%try, LocalPort => 0) or die "no free port on 127.0.0.1: $!\n";
+	my $port = $s->sockport;
+	close $s;
+	return $port;
 }
 
 1;
