@@ -52,7 +52,7 @@ ok $ko{master}, 'lj-lua-stacks builds in master mode (--master -)';
 # first worker (or on the master with master => 1).
 sub ngx_case {
 	my (%o) = @_;
-	my $env = $o{nojit} ? 'export LJ_NOJIT=1' : ':';
+	my $nojit = $o{nojit} ? ' LJ_NOJIT=1' : '';
 	# A request (main: foo, then bar) must be short beside a session: a
 	# session that starts and ends inside requests is off by up to 2/3 of
 	# a request's samples, so it must span about 100 requests for that to
@@ -73,15 +73,7 @@ sub ngx_case {
 		? VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples}, undef, stop => 1,
 			hz => $o{hz})
 		: "timeout -s INT -k 10 40 staprun $run";
-	return <<"SH";
-mkdir -p logs
-export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=$o{heavy}
-$env
-$ROOT/$nginx -p "\$CASE" -c $conf -g 'worker_processes $o{workers};' > nginx.out 2>&1 &
-for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null') ]} && break; sleep 0.2; done
-master=\$(cat logs/nginx.pid)
-for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $o{workers} ] && break; sleep 0.1; done
-worker=\$(pgrep -P \$master | head -1)
+	return VM::nginx_up(conf => $conf, workers => $o{workers}, env => "export HEAVY_N=$o{heavy}$nojit") . <<"SH";
 echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
 @{[ VM::under_wrk("-t2 -c$conns http://127.0.0.1:8080$o{url}", $sample) ]}kill -QUIT \$master
 wait

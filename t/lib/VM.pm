@@ -187,7 +187,12 @@ C<workers> (default 1; it waits for that many), C<url> (the path it polls,
 default C</>), C<env> (shell run first, e.g. C<export HEAVY_N=1000>;
 C<TEST_APP_DIR> is already set to C<t/apps>), C<nginx> (another nginx
 binary, e.g. Debian's C</usr/sbin/nginx>: its error log goes to the case
-dir too).  nginx's own output goes to C<$CASE/nginx.out>.
+dir too).  nginx's own output goes to C<$CASE/nginx.out>.  When nginx
+does not answer in 150 tries (30 s and more), or has fewer workers than
+asked 5 s later, the case ends there, nginx stopped, with status
+C<$VM::NGINX_DOWN> (97) after a line C<# nginx did not answer ...> or
+C<# nginx did not start ...> and nginx's output as C<#> notes: the case
+fails with its cause, not later on a staprun without a worker's pid.
 
 =item C<VM::stock_d()>
 
@@ -538,6 +543,9 @@ up_cs; echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$(((up
 SH
 }
 
+# nginx_up's status when nginx never answered or its workers never came
+our $NGINX_DOWN = 97;
+
 sub nginx_up {
 	my (%o) = @_;
 	my $conf = _abs($o{conf} // 't/apps/nginx.conf');
@@ -552,9 +560,22 @@ mkdir -p logs
 export TEST_APP_DIR=$ROOT/t/apps
 $env
 $nginx -p "\$CASE" -c $conf -g 'worker_processes $n;' > nginx.out 2>&1 &
-for i in \$(seq 1 150); do @{[ get_sh("http://127.0.0.1:8080$url", '/dev/null') ]} && break; sleep 0.2; done
-master=\$(cat logs/nginx.pid)
+ngx=\$!
+up=
+for i in \$(seq 1 150); do @{[ get_sh("http://127.0.0.1:8080$url", '/dev/null') ]} && up=1 && break; sleep 0.2; done
+master=\$(cat logs/nginx.pid 2>/dev/null)
+if [ -z "\$up" ] || [ -z "\$master" ]; then
+	echo "# nginx did not answer on http://127.0.0.1:8080$url in 150 tries"
+	sed 's/^/# nginx.out: /' nginx.out; tail -n 5 logs/error.log 2>/dev/null | sed 's/^/# error.log: /'
+	kill \$ngx 2>/dev/null; wait
+	exit $NGINX_DOWN
+fi
 for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $n ] && break; sleep 0.1; done
+if [ \$(pgrep -P \$master | wc -l) -lt $n ]; then
+	echo "# nginx did not start $n worker(s) in 5 s (\$(pgrep -P \$master | wc -l) running)"
+	kill \$master; wait
+	exit $NGINX_DOWN
+fi
 worker=\$(pgrep -P \$master | head -1)
 SH
 }
