@@ -14,6 +14,7 @@ use lib "$FindBin::Bin/lib";
 use TestUtil;
 use Test::More;
 use VM;
+use LjStacks;
 
 my $vm = VM->new;
 my $out = $vm->out;
@@ -106,34 +107,10 @@ $vm->case(idle => VM::staprun_sh(target => 'sleep 30', module => 'ljbt_gc64.ko',
 	files => [$ko{gc64}]) if $ko{gc64};
 $vm->case(dump => VM::staprun_sh(target => "$lj $app nojit clock", module => 'ljdump.ko', ready => 'sleep 1'),
 	files => [$ko{dump}]) if $ko{dump};
-$vm->case(nginx => <<"SH", files => [$ko{nginx}], timeout => 90) if $ko{nginx};
-mkdir -p logs
-export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=300000 LJ_NOJIT=1
-$ROOT/build/nginx/sbin/nginx -p "\$CASE" -c $ROOT/t/apps/nginx.conf -g 'worker_processes 1;' > nginx.out 2>&1 &
-for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null') ]} && break; sleep 0.2; done
-master=\$(cat logs/nginx.pid)
-for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge 1 ] && break; sleep 0.1; done
-worker=\$(pgrep -P \$master | head -1)
-wrk -t2 -c8 -d 120s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
-wp=\$!
-sleep 1
-# a backtrace at the first Lua sample; again (5 tries at most) until one
-# lands in heavy() in the interpreter (see the assertions; one landed in
-# main()'s own CALL, interpreted too, in the make test of 2026-11-27)
-for try in 1 2 3 4 5; do
-	echo "== try \$try"
-	timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/ljbt_ngx.ko stapxx_slots=1 > bt.out 2>&1
-	rc=\$?
-	cat bt.out
-	[ \$rc -eq 0 ] || break
-	grep -q 'VM state interp:\$' bt.out && grep -q '/test\.lua:heavy\$' bt.out && break
-done
-kill \$wp
-wait \$wp
-kill -QUIT \$master
-wait
-exit \$rc
-SH
+# (a backtrace in heavy(), its long loop, with its locals: taken again
+# until one lands there)
+$vm->case(nginx => LjStacks::ngx_bt_sh(module => 'ljbt_ngx.ko', params => 'stapxx_slots=1'), files => [$ko{nginx}],
+	timeout => 90) if $ko{nginx};
 
 my $r = $vm->run;
 is($r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors') or diag($r->{stderr});
@@ -238,13 +215,13 @@ if (my $case = $c->{dump}) {
 # worker spends 10-15% of a request outside heavy() (ngx.say formats and
 # sends the sum: C:hack_digit <- C:ngx_http_lua_ngx_say <- main, VM state
 # c), so one try in eight or so lands there, and rarely one lands in
-# main()'s own bytecode; the case tries again, five times at most (all
-# five miss with p < 1e-4).  Every try is a whole
-# backtrace down to main().
+# main()'s own bytecode; the case tries again, five times at most
+# (LjStacks::ngx_bt_sh; all five miss with p < 1e-4).  Every try is a
+# whole backtrace down to main().
 if (my $case = $c->{nginx}) {
 	my $o = $case->{output};
 	is($case->{status}, 0, 'nginx: status 0') or diag($o);
-	my @tries = grep { length } split /^== try \d+\n/m, $o;
+	my @tries = LjStacks::bt_tries($o);
 	ok(@tries >= 1 && @tries <= 5, 'nginx: 1 to 5 tries (' . scalar(@tries) . ')') or diag($o);
 	for my $k (0 .. $#tries) {
 		my $t = $tries[$k];

@@ -105,6 +105,21 @@ that the first assertion can fail (natively 5% without GC64, 50% with
 it; 20% in the VM), each with the three frames and no trace frame.  At
 least o{samples} samples.
 
+=item C<ngx_bt_sh(%o)>, C<bt_tries(TEXT)>
+
+Shell for a VM case (t/41, t/42): lj-lua-bt (o{module}, a file in
+C<$VM_JOB>, built for the debug nginx; o{params}, its parameters) on the
+worker of the seed app (t/apps/nginx.conf, one worker, the JIT off,
+HEAVY_N=300000) while wrk loads it, taken again until a backtrace lands
+in heavy() in the interpreter, o{tries} times at most (default 5).
+lj-lua-bt prints the first sample in Lua after it attaches, which
+happens at the worker's next return to user space, often at a request's
+boundary: the sample then lands in ngx.say's C code (VM state c) about
+one try in eight, or rarely in main()'s own bytecode (t/42 failed once
+so); all five miss with p < 1e-4.  Each try's output follows a line
+C<== try N>; the status is the last try's (the first failed one's).
+C<bt_tries> splits a case's output into its tries' outputs.
+
 =item C<top_leaves(P, SHARE)>
 
 The leaf frames (innermost) that hold at least SHARE (a fraction) of P's
@@ -246,6 +261,7 @@ sub chunk_line {
 use Test::More ();
 use POSIX ();
 use Stats ();
+use VM ();
 
 # The seed app's split (test.lua): foo calls heavy() twice, bar once.
 our $FOO = 2 / 3;
@@ -506,6 +522,32 @@ sub check_exits {
 	Test::More::cmp_ok($wrong, '<=', 0.002 * $total, "$name: each of them under the three frames, without a "
 		. "trace frame, but for 0.2% of the samples ($wrong)")
 		or Test::More::diag(dump_stacks($p, 6, sub { $_[0] eq 'C:lj_vm_exit_interp' }));
+}
+
+sub ngx_bt_sh {
+	my (%o) = @_;
+	my $tries = $o{tries} // 5;
+	my $params = defined $o{params} ? " $o{params}" : '';
+	my $bt = <<"SH";
+for try in \$(seq 1 $tries); do
+	echo "== try \$try"
+	timeout -s INT -k 10 40 staprun -x \$worker "\$VM_JOB"/$o{module}$params > bt.out 2>&1
+	rc=\$?
+	cat bt.out
+	[ \$rc -eq 0 ] || break
+	grep -q 'VM state interp:\$' bt.out && grep -q '/test\\.lua:heavy\$' bt.out && break
+done
+(exit \$rc)
+SH
+	return VM::nginx_up(env => 'export HEAVY_N=300000 LJ_NOJIT=1')
+		. VM::under_wrk('-t2 -c8 http://127.0.0.1:8080/', $bt) . VM::nginx_down() . "exit \$rc\n";
+}
+
+sub bt_tries {
+	my ($text) = @_;
+	my @t = split /^== try \d+\n/m, $text;
+	shift @t;    # (what came before the first try)
+	return @t;
 }
 
 sub top_leaves {
