@@ -146,7 +146,9 @@ C<stapxx_lines=1>), C<timeout> (seconds staprun may run before it is
 stopped with SIGINT, which makes the module's C<end> probes run; default 30),
 C<samples> (a module of lj-lua-stacks built without C<time> samples until
 its output holds that many samples, with C<sample_sh> and C<stop>; C<taken>
-counts the samples taken instead, without C<stop>, and C<hz> is the
+counts the samples taken instead, without C<stop> unless C<< stop => 1 >>
+is given too (for a module that prints fewer samples than it takes, as
+with maxstacks, rather than one that drops them), and C<hz> is the
 module's rate, as C<sample_sh> takes them; C<timeout> then defaults to
 120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
@@ -456,7 +458,7 @@ sub staprun_sh {
 	my $run;
 	if (defined $o{samples}) {
 		$run = sample_sh(qq{staprun $opts -x \$pid "\$VM_JOB"/$mod}, '$pid', $o{samples}, $o{timeout},
-			taken => $o{taken}, hz => $o{hz}, stop => !$o{taken});
+			taken => $o{taken}, hz => $o{hz}, stop => $o{stop} // !$o{taken});
 	} else {
 		my $t = $o{timeout} // 30;
 		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
