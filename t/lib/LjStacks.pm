@@ -29,7 +29,8 @@ stap++'s "using layout" line on stderr for a stripped binary), C<bad>
 (lines that fit neither), C<cpu> and C<wall> (the
 target's CPU seconds sampled, and the wall seconds of the sessions, from
 their start to their end: more than they sampled; from VM::sample_sh's
-note, undef without it).
+note, undef without it), C<ncpu> (the CPUs of the machine sampled, from
+the same note).
 
 =item C<bad(P, NAME [, TEXT])>
 
@@ -177,8 +178,9 @@ sub parse {
 				my ($pid, $n) = split /:/;
 				$p{pids}{$pid} += $n;
 			}
-		} elsif ($line =~ /^# sampled: (\d+) ns of CPU time, (\d+) ns of wall time in (\d+) s/) {
+		} elsif ($line =~ /^# sampled: (\d+) ns of CPU time, (\d+) ns of wall time in (\d+) s(?:, \d+ sessions, (\d+) CPUs)?/) {
 			@p{qw(cpu wall)} = ($1 / 1e9, $2 / 1e9);    # VM::sample_sh's note
+			$p{ncpu} = $4 if defined $4;
 			push @{ $p{warnings} }, $line;
 		} elsif ($line =~ /^WARNING: / || $line =~ /^# / || $line =~ /^stap\+\+: warning: /) {
 			push @{ $p{warnings} }, $line;
@@ -303,10 +305,24 @@ sub check_seed {
 		"$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?')
 		. ($nosym ? ", and $nosym before stap had the C function's symbol" : '') . ')')
 		or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
-	# The probe reports its own cost: measured, so only its presence and
-	# a sane range are checked (TCG runs the probe ~10x slower than a CPU).
-	Test::More::ok(defined $st->{cost_us} && $st->{cost_us} > 0 && $st->{cost_us} < 1000,
-	               "$name: the probe's time per sample on stderr (" . ($st->{cost_us} // 'missing') . ' us)');
+	# The probe reports its own cost, on the clock of a CPU that a loaded
+	# host takes away from the guest mid-probe as it likes (t/40's ffi
+	# case: 315 us a sample under load, 47 idle), so no fixed ceiling
+	# holds it.  What does hold: the probe's time over all its samples
+	# (each sample's, on the CPU the target ran on) fits in the sessions'
+	# wall time on every CPU, read from the same clock, when the output
+	# has them (VM::sample_sh's note); else only its presence.
+	my ($cost, $taken) = ($st->{cost_us}, $st->{samples} // 0);
+	if (defined $p->{wall} && $p->{ncpu}) {
+		my $probe = ($cost // 0) * $taken / 1e6;
+		Test::More::ok(defined $cost && $cost > 0 && $probe <= $p->{wall} * $p->{ncpu},
+			sprintf("%s: the probe's time per sample on stderr (%s us): %.2f s in %d samples, within the "
+				. "sessions' %.1f s of wall time on %d CPUs", $name, $cost // 'missing', $probe, $taken,
+				$p->{wall}, $p->{ncpu}));
+	} else {
+		Test::More::ok(defined $cost && $cost > 0,
+			"$name: the probe's time per sample on stderr (" . ($cost // 'missing') . ' us)');
+	}
 	my @garbage;
 	for my $s (@{ $p->{stacks} }) {
 		push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };

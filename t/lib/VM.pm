@@ -173,10 +173,11 @@ time.  With C<stop>, CMD is a staprun of lj-lua-stacks and each session
 gets C<stapxx_samples=MISSING> (a hundredth more): the module stops
 itself once it has taken them, so no CPU time is guessed (the session
 still ends at TIMEOUT).  Prints the sessions' output (stdout and stderr), then
-C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions>
+C<# sampled: N ns of CPU time, W ns of wall time in M s, K sessions, C CPUs>
 (the target's CPU time from the start lines to the SIGINTs, and the
 wall time from each session's start to its end, more than it sampled;
-summed over the sessions; M: the whole); the last session's
+summed over the sessions; M: the whole; C: the guest's CPUs online, in
+/proc/stat); the last session's
 status (or the first failed one's) is in C<$rc> (and C<$?>).
 
 =item C<VM::nginx_up(%opts)>, C<VM::nginx_down()>
@@ -540,7 +541,9 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && { up_cs; [ \$
 	got=\$((got + \$(counted "\$CASE/s\$k.out")))
 done
 cat "\$CASE/sample.out"
-up_cs; echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$(((up_cs - w0) / 100)) s, \$k sessions"
+ncpu=0
+while read -r l _; do case \$l in cpu[0-9]*) ncpu=\$((ncpu + 1));; esac; done < /proc/stat
+up_cs; echo "# sampled: \$used ns of CPU time, \$wall ns of wall time in \$(((up_cs - w0) / 100)) s, \$k sessions, \$ncpu CPUs"
 (exit \$rc)
 SH
 }
