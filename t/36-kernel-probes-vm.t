@@ -18,6 +18,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use TestUtil;
 use VM;
+use LjWait;
 
 my $R = $ROOT;
 my $vm = VM->new;
@@ -82,7 +83,7 @@ $vm->case(probes => VM::nginx_up(env => 'export HEAVY_N=1000') . <<"SH"
 staprun -x \$worker "\$VM_JOB"/kprobes.ko > stap.out 2>&1 &
 sp=\$!
 for i in \$(seq 1 300); do grep -q ready stap.out && break; sleep 0.2; done
-curl -s -o /dev/null http://127.0.0.1:8080/
+@{[ LjWait::uprobes_placed('$worker') ]}curl -s -o /dev/null http://127.0.0.1:8080/
 curl -s -o /dev/null http://127.0.0.1:8080/ffi
 curl -s -o /dev/null -I http://127.0.0.1:8080/
 printf 'hello\\n' > hello36.txt
@@ -102,6 +103,9 @@ CASE: {
 	do { fail('no VM case (the module did not build)'); last CASE } unless $c;
 	my $o = $c->{output};
 	is $c->{status}, 0, 'staprun status 0' or diag $o;
+	# the begin probe prints "ready" before SystemTap places the uprobes
+	# in the running worker (t/45, t/22): the requests wait for them
+	like $o, qr/^# uprobes placed in \d+$/m, 'the requests came once the uprobes were in the worker' or diag $o;
 	# .return with @entry: GET / and /ffi, then HEAD / (NGX_HTTP_GET 2,
 	# NGX_HTTP_HEAD 4); content_by_lua code that runs to its end: NGX_OK (0)
 	my @ret = $o =~ /^ret (.*)$/mg;
