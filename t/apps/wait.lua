@@ -112,8 +112,10 @@ function _M.fio()
 end
 
 -- File I/O timed as lj-lua-fio's latency counts it (t/64, t/77): read2() and
--- read1() read data2 and data1 with read(2) through the FFI, 1 MB at a
--- time, and the app times only those read(2) calls.  io.open():read()
+-- read1() read data2 and data1 with read(2) through the FFI, data1's size
+-- at a time (5 calls a round with data2 twice its size: two, one, and
+-- each file's last call, which moves nothing), and the app times only
+-- those read(2) calls.  io.open():read()
 -- (fio above) also spends time outside the system calls (opening, the
 -- Lua string), which the app's clock counted and the tool did not: on a
 -- loaded host a preemption there moved the app's share away from the
@@ -122,10 +124,14 @@ end
 ffi.cdef [[
 int open(const char *path, int flags);
 ]]
-local RBUF = 1048576
-local rbuf
+local RBUF, rbuf
 local function sysread(path)
-    rbuf = rbuf or ffi.new("char[?]", RBUF)
+    if not rbuf then
+        local f = assert(io.open(_M.dir .. "/data1", "rb"))
+        RBUF = f:seek("end")
+        f:close()
+        rbuf = ffi.new("char[?]", RBUF)
+    end
     local fd = C.open(path, 0)
     assert(fd >= 0, "cannot open " .. path)
     local n, us = 0, 0
