@@ -84,18 +84,18 @@ ok $ko, 'ngx-lua-exec-time builds against the tree' or diag $vm->build_log;
 ok $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag $vm->build_log;
 ok $kos, 'ngx-lua-exec-time builds for Debian\'s stripped nginx and its lua module' or diag $vm->build_log;
 
-# nginx with WORKERS workers; the module on them while curl makes REQS
-# (a list of "COUNT PATH"), then Ctrl-C.  The requests start once the
-# uprobes are in every worker, not at the start line: SystemTap prints
-# it from the begin probe, before it registers the uprobes, and a request
-# that came in between would not be timed.
+# nginx (nginx, conf: another binary and config) with workers workers
+# (default 1); staprun run on them while busybox wget makes reqs (a list
+# of "COUNT PATH"), then Ctrl-C.  The requests start once the uprobes are
+# in every worker, not at the start line: SystemTap prints it from the
+# begin probe, before it registers the uprobes, and a request that came
+# in between would not be timed.  Each request is timed by the shell
+# around the client ("# took PATH US"): the handler runs inside it.  The
+# spinning code's own time is asked for last ("# spun N US MIN"; /spun
+# is a call too, once the session is over).
 sub ngx_case {
 	my (%o) = @_;
 	my @reqs = @{$o{reqs}};
-	# the spinning code's own time (its /spun is a call too: asked once
-	# the session is over)
-	# Each request is timed by the shell around the client: the handler
-	# runs inside it ("# took PATH US").
 	my $get = join "\n", map { my ($n, $p) = split / /;
 		"for i in \$(seq 1 $n); do t0=\$(date +%s%N); " . VM::get_sh("http://127.0.0.1:8080$p", '/dev/null')
 		. "; echo \"# took $p \$(( (\$(date +%s%N) - t0) / 1000 ))\"; done" } @reqs;
