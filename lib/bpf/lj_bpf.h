@@ -58,6 +58,9 @@ struct ljb_frame {
 	__u64 fn;	/* GCfunc */
 	__u64 key;	/* C function: its f; Lua: its GCproto; fast: 0 */
 	__u64 pc;	/* bytecode address (LJB_PC_INS) */
+	__u64 base;	/* the frame's base in its Lua stack (0: none), where
+			   user space checks that a local still holds the
+			   function it names a callee after */
 	__u32 ffid;	/* 0 Lua, 1 C, > 1 fast function */
 	__u32 flags;	/* LJB_PC_* | LJB_F_CALLER */
 };

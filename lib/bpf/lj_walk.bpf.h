@@ -391,7 +391,7 @@ static __always_inline int resume_walk(struct walk *w)
 	if (!rL || f)
 		return 0;
 	r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
-	r->fn = r->key = r->pc = 0;
+	r->fn = r->key = r->pc = r->base = 0;
 	r->ffid = LJB_FFID_RESUME;
 	r->flags = LJB_PC_NONE;
 	w->h = MIX(w->h, LJB_FFID_RESUME);
@@ -491,6 +491,7 @@ static long walk_step(__u64 i, void *ctx)
 		r->fn = fn;
 		r->key = key;
 		r->pc = pc;
+		r->base = w->frame + cfg.tv;
 		r->ffid = ffid;
 		r->flags = flags;
 		if (n > 0 && !w->dummy)

@@ -586,17 +586,40 @@ static uint64_t kgc_str(struct rctx *c, uint64_t pt, long idx)
 	return s;
 }
 
-/* __lj_slotname: the name the caller (prototype pt, function cfn) gave the
- * function in slot at ip, checked against the function called (fn) where
- * the named value can still be read (globals, upvalues); into b. */
+/* The internal type tag of the TValue at tv (itype: ~LJ_Txxx, signed;
+ * the tapset's __lj_tv_itype). */
+static long tv_itype(struct rctx *c, uint64_t tv)
+{
+	if (c->ly->k.gc64)
+		return (long)((int64_t)R64(c, tv) >> 47);
+	return (long)(int32_t)R32(c, tv + 4);
+}
+
+#define LJB_GCT_TAB 11	/* ~LJ_TTAB (lj_obj.h; the tapset's __LJ_GCT_TAB) */
+
+/* Whether the TValue at tv, read now, is the function fn; else marks the
+ * name unsure (the value may have changed since the sample). */
+static int still_holds(struct rctx *c, uint64_t tv, uint64_t fn)
+{
+	if (tv && GCV(c, tv) == fn && !c->bad)
+		return 1;
+	c->unsure = 1;
+	return 0;
+}
+
+/* __lj_slotname: the name the caller (prototype pt, function cfn, frame
+ * base cbase) gave the function in slot at ip, checked against the
+ * function called (fn) where the named value can be read now (a local, a
+ * global, a field of a table in a local, an upvalue): a tail call
+ * replaced the function its caller named; into b. */
 /* lj_bc_mode[op], 0 past its end */
 static unsigned bcmode_of(const struct ljb_layout *ly, long op)
 {
 	return op >= 0 && op < ly->nbc_mode ? ly->bc_mode[op] : 0;
 }
 
-static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cfn,
-		    uint64_t fn, char *b, size_t max)
+static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cbase,
+		    uint64_t cfn, uint64_t fn, char *b, size_t max)
 {
 	const struct ljb_layout *ly = c->ly;
 	uint64_t bc = proto_bc(c, pt);
@@ -604,7 +627,7 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 	for (int restarts = 0; restarts < 16; restarts++) {
 		int again = 0;
 		if (varname(c, pt, (long)(ip - bc) / 4, slot, b, max) == 0)
-			return 0;
+			return cbase && still_holds(c, cbase + slot * ly->k.tv, fn) ? 0 : -1;
 		for (int n = 0; n < 2000 && !c->bad; n++) {
 			ip -= 4;
 			if (ip <= bc)
@@ -630,26 +653,25 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 				if (op == ly->bc_gget) {
 					if (!(str = kgc_str(c, pt, ins >> 16)))
 						return -1;
-					tv = tab_getstr(c, REF(c, cfn + ly->fl_env), str);
-					if (!tv || GCV(c, tv) != fn) {
-						c->unsure = 1;
+					if (!still_holds(c, tab_getstr(c, REF(c, cfn + ly->fl_env), str), fn))
 						return -1;
-					}
 					str_of(c, str, b, max - 1);
 					return c->bad ? -1 : 0;
 				}
 				if (op == ly->bc_tgets) {
 					if (!(str = kgc_str(c, pt, (ins >> 16) & 0xff)))
 						return -1;
+					tv = cbase + (ins >> 24) * ly->k.tv;
+					if (cbase && tv_itype(c, tv) == -1 - LJB_GCT_TAB &&
+					    !still_holds(c, tab_getstr(c, GCV(c, tv), str), fn))
+						return -1;
 					str_of(c, str, b, max - 1);
 					return c->bad ? -1 : 0;
 				}
 				if (op == ly->bc_uget) {
 					uint64_t uv = REF(c, cfn + ly->fl_uvptr + (ins >> 16) * ly->k.gcref);
-					if (!uv || GCV(c, REF(c, uv + ly->uv_v)) != fn) {
-						c->unsure = 1;
+					if (!still_holds(c, uv ? REF(c, uv + ly->uv_v) : 0, fn))
 						return -1;
-					}
 					return uvname(c, pt, ins >> 16, b, max);
 				}
 				return -1;
@@ -690,7 +712,7 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 		int rc;
 		if (op == ly->bc_iterc)
 			slot -= 3;
-		rc = slotname(c, pt, ip, slot, cf->fn, f->fn, b, max);
+		rc = slotname(c, pt, ip, slot, cf->base, cf->fn, f->fn, b, max);
 		c0->unsure |= c->unsure;
 		return rc;
 	} else if (mm != ly->mm_max) {

@@ -167,7 +167,7 @@ sub spawn {
 
 sub run {
 	my ($sample, $target, @args) = @_;
-	return run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx",
+	return run_cmd($STAPXX, '--runtime=bpf', "$ROOT/samples/$sample.sxx",
 		@$target, map { ('--arg', $_) } @args);
 }
 
@@ -201,7 +201,7 @@ sub start_sample {
 		open(STDIN, '<', '/dev/null');
 		open(STDOUT, '>', "$base.out");
 		open(STDERR, '>', "$base.err");
-		my @cmd = ("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/$sample.sxx", @$target,
+		my @cmd = ($STAPXX, '--runtime=bpf', "$ROOT/samples/$sample.sxx", @$target,
 			map { ('--arg', $_) } @args);
 		{ exec { $cmd[0] } @cmd; }
 		POSIX::_exit(127);
