@@ -85,7 +85,7 @@ for my $c (
 	spit("$dir/in.sxx", "probe begin {\n\tprintln(\"\$^arg_x :default(1)\")\n\t\$^oops\n}\n");
 	my ($rc, $o, $e) = stapxx({ stdin => "$dir/in.sxx" }, '-', '--dump-src');
 	is($rc, 1, 'stdin script with an error: exit 1');
-	is($e, "<stdin>:3: error: unknown macro '\$^oops'\nhint: known: \$^arg_NAME, \$^exec_path, \$^libNAME_path, \$^dso_NAME_path, \$^target, \$^pid_ok\n",
+	is($e, "<stdin>:3: error: unknown macro '\$^oops'\nhint: known: \$^arg_NAME, \$^exec_path, \$^libNAME_path, \$^dso_NAME_path, \$^target, \$^pid_ok, \$^vm_allocf_path, \$^vm_allocf, \$^vm_allocd_to_G\n",
 	   'stdin script: errors name <stdin>');
 	spit("$dir/ok.sxx", "probe begin { println(\"\$^arg_x :default(1)\") }\n");
 	($rc, $o, $e) = stapxx({ stdin => "$dir/ok.sxx" }, '-', '--dump-src', '--arg', 'x=2');

@@ -101,6 +101,26 @@ for my $c (
 	like($e, qr/unknown macro '\$\^dso__path'/, '$^dso__path: the error names it') or diag($e);
 }
 
+# $^vm_allocf*: LuaJIT's allocator in a running target (t/24 and t/62
+# find it in a stripped luajit).  Never looked up in a dead branch; in a
+# process without LuaJIT the error says no VM was found, once.
+{
+	my $script = 'probe begin { %( 0 == 1 %? println("$^vm_allocf_path $^vm_allocf", $^vm_allocd_to_G) %) }';
+	my ($rc, $o, $e) = stapxx('-e', $script, '--exec', $f->{nolib}, '--dump-src');
+	is($rc, 0, '$^vm_allocf*: a dead branch expands without a process') or diag($e);
+	like($o, qr{println\("/dead dead", 0\)}, '$^vm_allocf*: ... to placeholders') or diag($o);
+	($rc, $o, $e) = stapxx('-e', 'probe begin { println("$^vm_allocd_to_G") }', '--exec', $f->{nolib}, '--dump-src');
+	isnt($rc, 0, '$^vm_allocd_to_G inside a string is refused');
+	like($e, qr/^<command-line>:1: error: \$\^vm_allocd_to_G cannot be used inside a string$/m, '... saying so') or diag($e);
+	($rc, $o, $e) = stapxx('-e', 'probe process("$^vm_allocf_path").function("$^vm_allocf") { println($^vm_allocd_to_G) }',
+		'-x', $pid, '--dump-src');
+	is($rc, 1, '$^vm_allocf*: a process without LuaJIT fails');
+	my @err = $e =~ /^(.*error: .*)$/mg;
+	is(scalar @err, 1, '$^vm_allocf*: ... with one error for the three macros') or diag($e);
+	like($err[0] // '', qr/^(?:<command-line>:1: error: )?(?:no LuaJIT VM found in process $pid|.*no type 'lua_State')/,
+		'$^vm_allocf*: ... which says there is no VM') or diag($e);
+}
+
 # What stap gets: -x for -x; for --master the master's PID as the module
 # global stapxx_master (-G), never -x (with -x SystemTap follows only the
 # master and its later children: workers that already run would be lost);

@@ -25,6 +25,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use TestUtil;
+use LjAlloc;
 use Test::More;
 use Cwd qw(abs_path);
 use File::Copy qw(copy);
@@ -116,6 +117,23 @@ for my $flavor (qw(gc64 nogc64)) {
 			my ($drc, $dout, $derr) = run_cmd($STAPXX, '--dump-src', '--exec', $debug, $s);
 			my ($src, $sout, $serr) = run_cmd($STAPXX, '--dump-src', '--exec', $bin, $s);
 			is($drc, 0, "$sn: the debug build expands") or diag($derr);
+			if ($sn eq 'lj-lua-alloc.sxx') {
+				# its allocator has no symbol: found in a running
+				# process (t/62 runs it), which --exec is not
+				is($src, 1, "$sn: refused on the stripped CLI without a running process");
+				like($serr, qr/^\S*lj-lua-alloc\.sxx:\d+: error: LuaJIT's allocator has no symbol in '\Q$bin\E': it is found in a running process, and this run names none$/m,
+				     "$sn: ... saying why") or diag($serr);
+				like($serr, qr/^hint: give -x PID, --master PID, or --sample-pid PID/m, "$sn: ... and what to give") or diag($serr);
+				# a running process of it: the allocator is named
+				my $app = LjAlloc::running($bin);
+				($src, $sout, $serr) = run_cmd($STAPXX, '--dump-src', '-x', $app->{pid}, $s);
+				is($src, 0, "$sn: a running process of the stripped CLI: expands") or diag($serr);
+				like($sout, qr/^probe process\("\Q$bin\E"\)\.function\("stapxx_lj_allocf"\) if \(__armed\)$/m,
+				     "$sn: ... probing the allocator by the symbol stap++ gives stap") or diag($sout);
+				like($sout, qr/luajit_G_allocd\(ud, \d{3,4}\)/, "$sn: ... and G's offset from its state") or diag($sout);
+				LjAlloc::stop($app);
+				next;
+			}
 			if ($sn =~ /^lj-gc(?:-objs|o-ref)\.sxx$/) {
 				# the heap walks run without debug info in nginx only:
 				# the CLI's walk point is an internal function
@@ -149,11 +167,14 @@ for my $flavor (qw(gc64 nogc64)) {
 	# those whose header says they do not, and says so before running stap
 	($rc, $o, my $e) = run_cmd($STAPXX, '-p1', '--exec', $bin, "$ROOT/samples/lj-lua-stacks.sxx");
 	unlike($e, qr/cannot run|error: the SystemTap backend/, "$flavor: lj-lua-stacks goes to stap (-p1)") or diag($e);
-	($rc, $o, $e) = run_cmd($STAPXX, '-p4', '--exec', $bin, "$ROOT/samples/lj-lua-alloc.sxx");
-	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses lj-lua-alloc on the stripped copy");
-	like($e, qr/^stap\+\+: error: the SystemTap backend cannot run '\S*lj-lua-alloc\.sxx' on '\Q$bin\E': it has no debug info .*$/m,
+	# (a script of the user's, which reads a layout and says nothing)
+	my $own = "$out/own-$flavor.sxx";
+	spit($own, "\@use luajit\nprobe begin { printf(\"%d\\n\", \@offsetof(lua_State, glref)) exit() }\n");
+	($rc, $o, $e) = run_cmd($STAPXX, '-p4', '--exec', $bin, $own);
+	is($rc, 1, "$flavor: the SystemTap backend (-p4) refuses a script without the header on the stripped copy");
+	like($e, qr/^stap\+\+: error: the SystemTap backend cannot run '\Q$own\E' on '\Q$bin\E': it has no debug info .*$/m,
 	     "$flavor: ... saying why") or diag($e);
-	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx, lj-lua-fio\.sxx, ngx-lua-yield\.sxx and ngx-lua-exec-time\.sxx run without them, and in nginx lj-gc-objs\.sxx and lj-gco-ref\.sxx .*'# stap\+\+ stripped: ok'/m,
+	like($e, qr/^hint: samples\/lj-lua-stacks\.sxx, lj-lua-bt\.sxx, lj-vm-states\.sxx, lj-lua-off-cpu\.sxx, lj-lua-fio\.sxx, ngx-lua-yield\.sxx and ngx-lua-exec-time\.sxx run without them, lj-lua-alloc\.sxx with a running target, and in nginx lj-gc-objs\.sxx and lj-gco-ref\.sxx .*'# stap\+\+ stripped: ok'/m,
 	     "$flavor: ... which scripts run, and how a script says so") or diag($e);
 	like($e, qr/^hint: --runtime=bpf runs lj-lua-stacks, .* on it, no debug info needed$/m,
 	     "$flavor: ... and what the eBPF backend runs on it") or diag($e);

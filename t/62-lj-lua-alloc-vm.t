@@ -30,6 +30,7 @@ use LjGc;
 use LjAlloc;
 use Pprof;
 use Stats;
+use Bpf;
 use POSIX qw(ceil);
 use Test::More;
 
@@ -72,16 +73,38 @@ my @trip = ('-D', 'STP_OVERLOAD_THRESHOLD=20000000LL');
 # set at load time (WIN_PARAMS): one build less, and staprun's module
 # parameters for them tested end to end.
 my $WIN_PARAMS = "stapxx_on=100 stapxx_period=$PERIOD";
-my ($ko, $kom, $koe) = $vm->builds(    # two at a time
+# Debian's luajit CLI (stripped): no symbol for the allocation
+# functions, so the module probes g->allocf, which stap++ reads from a
+# process of that binary running on the host (--sample-pid); the module
+# runs in the guest against another process of it.
+my $deb = "$ROOT/build/debian/luajit/usr/bin/luajit";
+my $host_app = LjAlloc::running($deb);
+# Debian's stock nginx (stripped libluajit2): the allocator is in the
+# library; found from a worker on the host, run with --master in the guest.
+my $host_ngx = do {
+	local $ENV{LEAK_APP_DIR} = "$ROOT/t/apps/leak";
+	Bpf::nginx(conf => 't/apps/leak/nginx.conf', workers => 1, url => '/ping', stock => 1);
+};
+run_cmd('curl', '-s', "http://127.0.0.1:$host_ngx->{port}/go?n=0");
+my ($ko, $kom, $koe, $kod, $kos) = $vm->builds(    # two at a time
 	['ljalloc', 'samples/lj-lua-alloc.sxx', exec => 'build/luajit-gc64/bin/luajit',
 	 args => ['--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @over]],
 	['ljalloc_master', 'samples/lj-lua-alloc.sxx', exec => 'build/nginx/sbin/nginx',
 	 args => ['--master', '-', '--arg', 'time=3', '--arg', 'on=1000', '--arg', 'period=1000', @over]],
 	['ljalloc_err', 'samples/lj-lua-alloc.sxx', exec => 'build/luajit-gc64/bin/luajit',
-	 args => ['--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @trip]]);
+	 args => ['--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @trip]],
+	['ljalloc_deb', 'samples/lj-lua-alloc.sxx',
+	 args => ['--sample-pid', $host_app->{pid}, '--arg', "rate=$RATE", '--arg', 'on=1000', '--arg', 'period=1000', @over]],
+	['ljalloc_stock', 'samples/lj-lua-alloc.sxx',
+	 args => ['--sample-pid', $host_ngx->{workers}[0], '--master', '-', '--arg', 'time=3', '--arg', 'on=1000',
+		  '--arg', 'period=1000', @over]]);
+LjAlloc::stop($host_app);
+Bpf::nginx_stop($host_ngx);
 ok $ko, 'lj-lua-alloc builds for the luajit CLI, armed all the time';
 ok $kom, 'lj-lua-alloc builds in master mode for nginx (--master -)';
 ok $koe, 'lj-lua-alloc builds with an overload guard that trips';
+ok $kod, "lj-lua-alloc builds for Debian's stripped luajit, from a running process of it";
+ok $kos, "lj-lua-alloc builds in master mode for Debian's stock nginx, from a running worker of it";
 
 # (staprun -c ends with the workload: the timeouts only catch a hang)
 for my $mode (qw(jit nojit)) {
@@ -91,6 +114,8 @@ for my $mode (qw(jit nojit)) {
 	$vm->case("win_$mode" => qq{timeout -s INT -k 10 60 staprun -c "$lj $app $mode 1 $WIN_S" "\$VM_JOB"/ljalloc.ko $WIN_PARAMS},
 		files => [$ko], timeout => 90) if $ko;
 }
+$vm->case(debian => qq{timeout -s INT -k 10 90 staprun -c "$deb $app jit $ROUNDS" "\$VM_JOB"/ljalloc_deb.ko},
+	files => [$kod], timeout => 120) if $kod;
 # one distinct stack kept: one() and two() make two at least, in any round
 $vm->case(few => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit 10" "\$VM_JOB"/ljalloc.ko maxstacks=1},
 	files => [$ko], timeout => 90) if $ko;
@@ -98,6 +123,8 @@ $vm->case(err => qq{timeout -s INT -k 10 60 staprun -c "$lj $app jit 10000" "\$V
 	files => [$koe], timeout => 90) if $koe;
 $vm->case(master => LjGc::leak_master_case(module => 'ljalloc_master.ko', counts => 0, n => 100),
 	files => [$kom], timeout => 120) if $kom;
+$vm->case(master_stock => LjGc::leak_master_case(module => 'ljalloc_stock.ko', counts => 0, n => 100, LjGc::stock_case($vm)),
+	files => [$kos], timeout => 120) if $kos;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
@@ -137,6 +164,26 @@ for my $mode (qw(jit nojit)) {
 			if $per{"win_$mode"} && $per{"base_win_$mode"};
 	}
 }
+# Without debug info the allocator's caller is unknown, so is the type;
+# the VM is found from the allocator's state.  Before lua_newstate has
+# made the VM (its own first allocations: the global_State, the main
+# thread, the string table...), a sample has no VM to walk: at most the
+# bytes of those, a few samples.
+if (my $case = $c->{debian}) {
+	my $o = $case->{output};
+	check_split("debian's luajit", $case, claim => $CLAIM, type => '(type unknown)');
+	my ($samples) = $o =~ /^WARNING: lj-lua-alloc: \d+ allocations, \d+ bytes; (\d+) samples of/m;
+	my ($novm) = $o =~ /^WARNING: lj-lua-alloc: (\d+) samples left out: their LuaJIT VM was not found/m;
+	ok $samples && ($novm // 0) <= 32 * 1024 / $RATE, "debian's luajit: samples without a VM: at most the VM's own start-up ("
+		. ($novm // 0) . " of " . ($samples // '?') . ')' or diag $o;
+	my $p = LjStacks::parse(LjAlloc::stacks_of($o));
+	is LjStacks::count_with($p, sub { $_[0] ne '(type unknown)' }), 0, "debian's luajit: every leaf is (type unknown)"
+		or diag $o;
+	like $o, qr/^WARNING: lj-lua-alloc: no symbols for LuaJIT's lj_mem_newgco and lj_mem_realloc: probing the allocator they call, g->allocf \(stapxx_lj_allocf in \Q$deb\E\), which tells no object type/m,
+		"debian's luajit: stderr says the allocator is probed at g->allocf" or diag $o;
+	is LjStacks::count_with($p, sub { grep { /stapxx_lj_allocf/ } @_ }), 0, "debian's luajit: the allocator's symbol (stap++'s) is no frame"
+		or diag $o;
+}
 # The session ends on SystemTap's error; the error probe still prints the
 # report, and says so.
 if (my $case = $c->{err}) {
@@ -162,23 +209,23 @@ if (my $case = $c->{few}) {
 	my ($lost) = $o =~ /^WARNING: lj-lua-alloc: limit hit: (\d+) bytes of stacks beyond the first 1 distinct ones are not printed; --arg maxstacks=N raises it$/m;
 	ok $lost, 'maxstacks 1: stderr says how many bytes the limit left out, and which option raises it (' . ($lost // '?') . ')' or diag $o;
 }
-if (my $case = $c->{master}) {
+for my $name (qw(master master_stock)) {
+	my $case = $c->{$name} or next;
 	my $o = $case->{output};
-	is $case->{status}, 0, 'master: staprun status 0' or diag $o;
+	is $case->{status}, 0, "$name: staprun status 0" or diag $o;
 	my ($master, @workers) = $o =~ /^# master: (\d+) workers: (\d+) (\d+)/m;
-	is scalar(@workers), 2, 'master: two workers' or diag $o;
+	is scalar(@workers), 2, "$name: two workers" or diag $o;
 	my $p = LjStacks::parse(LjGc::stdout_of($o));
-	is_deeply LjStacks::bad($p, 'master', $o), [], 'master: well-formed stacks' or diag $o;
-	ok $p->{total} > 0, "master: bytes sampled ($p->{total})" or diag $o;
+	is_deeply LjStacks::bad($p, $name, $o), [], "$name: well-formed stacks" or diag $o;
+	ok $p->{total} > 0, "$name: bytes sampled ($p->{total})" or diag $o;
 	my %w = map { ("worker $_" => 1) } @workers;
-	is LjStacks::count_with($p, sub { !$w{ $_[-1] } }), 0, 'master: every stack ends in "worker PID" of a worker (not the master)'
+	is LjStacks::count_with($p, sub { !$w{ $_[-1] } }), 0, "$name: every stack ends in \"worker PID\" of a worker (not the master)"
 		or diag $o;
 	for my $w (@workers) {
 		my $n = LjStacks::count_with($p, sub { $_[-1] eq "worker $w" });
-		ok $n >= 0.05 * $p->{total}, "master: worker $w sampled ($n of $p->{total} bytes)" or diag $o;
+		ok $n >= 0.05 * $p->{total}, "$name: worker $w sampled ($n of $p->{total} bytes)" or diag $o;
 	}
-	my $str = LjStacks::count_with($p, sub { $_[0] eq 'string' });
-	ok $str >= 0.5 * $p->{total}, "master: strings (demo:go's) hold the most bytes ($str of $p->{total})" or diag $o;
-	note "master: $_" for grep { /^WARNING: / } split /\n/, $o;
+	LjAlloc::check_leak_go($name, $p, $o, stock => $name eq 'master_stock');
+	note "$name: $_" for grep { /^WARNING: / } split /\n/, $o;
 }
 done_testing;

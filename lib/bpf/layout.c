@@ -62,6 +62,7 @@ static int vm_layout(struct dw_set *dw, struct ljb_layout *ly)
 	const struct off o[] = {
 		{ "global_State", "mainthref", &ly->G_mainthref },
 		{ "global_State", "allocf", &ly->G_allocf },
+		{ "global_State", "allocd", &ly->G_allocd },
 		{ "GG_State", "dispatch", &disp }, { "GG_State", "bcff", &bcff },
 		{ "GG_State", "g", &g },
 	};

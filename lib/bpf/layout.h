@@ -34,7 +34,8 @@ struct ljb_layout {
 	long long vn_end, vn_max, vn_for[6];
 	/* finding the VM without symbols (lib/bpf/vm.c) */
 	long long G_mainthref, gg_g2disp, gg_ndisp, bc_max;
-	long long G_allocf;	/* the allocator (lj-lua-alloc, stripped) */
+	long long G_allocf, G_allocd;	/* the allocator and its state
+					   (lj-lua-alloc, stripped) */
 	const char *bc_name[LJB_MAX_BC];	/* BCOp by value, without "BC_" */
 	/* lj_bc_mode[] (dw_table_u16), nbc_mode entries */
 	uint16_t bc_mode[LJB_MAX_BC];

@@ -340,6 +340,7 @@ static int resolve(struct options *o, struct target *t)
 		return -1;
 	dw_debug_root(t->root);	/* (a container's debug files: its own) */
 	o->run.mode = pid_ok_mode(o, t);
+	o->run.sample_pid = o->sample_pid;
 	return 0;
 }
 

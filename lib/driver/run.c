@@ -5,6 +5,7 @@
 #include "base/source.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
+#include "driver/allocf.h"
 #include "driver/runtime.h"
 #include "dwarf/dwarf.h"
 #include "target/origin.h"
@@ -112,9 +113,47 @@ static int make_sysroot(struct stap_opts *s, const char *root, char **dir)
 		s->dpaths.v[i] = own;
 	}
 	*dir = xasprintf("%s/sysroot", tmpdir_path());
-	info(1, "a target in another mount namespace: its binaries copied to '%s' "
-	     "for stap --sysroot", *dir);
+	info(1, "%s: its binaries copied to '%s' for stap --sysroot",
+	     root ? "a target in another mount namespace" : "a symbol for stap",
+	     *dir);
 	return 0;
+}
+
+/* A running process of the target, 0 if none: -x PID, --sample-pid
+ * PID, or the first worker of --master PID (the master if it has none). */
+static pid_t live_pid(const struct run_opts *o)
+{
+	pid_t *kids, p = 0;
+	size_t n;
+
+	if (o->stap.pid || o->sample_pid || !o->stap.master)
+		return o->stap.pid ? o->stap.pid : o->sample_pid;
+	if (proc_children(o->stap.master, &kids, &n) == 0) {
+		p = n ? kids[0] : 0;
+		free(kids);
+	}
+	return p ? p : o->stap.master;
+}
+
+/* The script probes LuaJIT's allocator where it has no symbol
+ * ($^vm_allocf): stap reads the target's files from a sysroot (made now
+ * for a host target), where the copy of the allocator's file gets one.
+ * 0, or -1 after error(). */
+static int name_allocf(struct run_opts *o, const struct target *t,
+		       const struct allocf *af, char **sysroot)
+{
+	char *copy;
+	int rc;
+
+	if (!*sysroot) {
+		if (make_sysroot(&o->stap, t->root, sysroot) < 0)
+			return -1;
+		o->stap.sysroot = *sysroot;
+	}
+	copy = xasprintf("%s%s", *sysroot, af->path);
+	rc = allocf_symbolize(af, copy);
+	free(copy);
+	return rc;
 }
 
 /* A target in a container: where it runs on stderr (its PID in the
@@ -252,6 +291,7 @@ int run_script(struct run_opts *o, const struct target *t,
 	int rc;
 	const char *db, *ngx;
 	char *stripped = NULL, *sysroot = NULL;
+	struct allocf af = {0};
 
 	src = o->script_text ? source_from_mem("<command-line>", o->script_text,
 					       strlen(o->script_text))
@@ -311,6 +351,11 @@ int run_script(struct run_opts *o, const struct target *t,
 	eo.args = o->args;
 	eo.nargs = o->nargs;
 	eo.scan_only = o->list_args;
+	af.t = t;
+	af.dw = dw;
+	af.pid = o->list_args ? 0 : live_pid(o);
+	eo.vm_allocf = allocf_find;
+	eo.vm_allocf_ctx = &af;
 
 	rc = expand_script(&eo, src, &x) < 0 ? EXIT_FAIL : 0;
 	if (rc == 0 && o->list_args) {
@@ -345,7 +390,8 @@ int run_script(struct run_opts *o, const struct target *t,
 		      "LuaJIT's VM for what this script may use)", src->path, db);
 		hint("samples/lj-lua-stacks.sxx, lj-lua-bt.sxx, lj-vm-states.sxx, "
 		     "lj-lua-off-cpu.sxx, lj-lua-fio.sxx, ngx-lua-yield.sxx and "
-		     "ngx-lua-exec-time.sxx run without them, and in nginx "
+		     "ngx-lua-exec-time.sxx run without them, lj-lua-alloc.sxx "
+		     "with a running target, and in nginx "
 		     "lj-gc-objs.sxx and lj-gco-ref.sxx (a "
 		     "script says so with a header line '" STRIPPED_TAG "ok', "
 		     "docs/stock-binaries.md)");
@@ -362,11 +408,16 @@ int run_script(struct run_opts *o, const struct target *t,
 			"so its Lua VM is found as in the luajit CLI (from the "
 			"interpreter's registers), and coroutines that ngx_lua "
 			"resumes end at their own frames", ngx);
+	if (x.allocf_state > 0 && af.add_sym && name_allocf(o, t, &af, &sysroot) < 0) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	if (t->root && (!o->stap.pass || o->stap.pass[0] == '5'))
 		say_origin(o);
 	rc = run_stap(o, &x);
 out:
 	free(stripped);
+	allocf_free(&af);
 	free(sysroot);
 	o->stap.sysroot = NULL;
 	expansion_free(&x);

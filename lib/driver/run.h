@@ -25,6 +25,7 @@ struct run_opts {
 	int list_args, dump_src, no_runtime_fix;
 	enum pid_ok_mode mode;		/* how $^pid_ok decides (main sets it
 					   with the target) */
+	pid_t sample_pid;		/* --sample-pid PID, else 0 */
 	struct stap_opts stap;		/* stap's options; the run fills in
 					   dpaths, tapset_dir, script and
 					   runtime */

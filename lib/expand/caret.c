@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * expand/caret.c - the $^ macros: $^arg_NAME [:default(V)], $^exec_path,
- * $^libNAME_path, $^dso_NAME_path, $^target and $^pid_ok.  See expand/caret.h.
+ * $^libNAME_path, $^dso_NAME_path, $^target, $^pid_ok and $^vm_allocf*.
+ * See expand/caret.h.
  *
  * Values from outside the script (--arg values, paths) are escaped inside
  * string literals and checked in code, so they cannot change the script's
@@ -447,6 +448,53 @@ static void caret_target(struct xctx *c, const char *id, size_t i,
 		c->x->uses_master = 1;
 }
 
+/* $^vm_allocf_path, $^vm_allocf or $^vm_allocd_to_G (ID) at t[i, j):
+ * LuaJIT's allocator in the running target, found once (by the
+ * driver's vm_allocf) for the whole expansion; the first use that fails
+ * says why, later ones fail quietly. */
+static void caret_vm(struct xctx *c, const char *id, size_t i, size_t j,
+		     struct buf *out, int in_str)
+{
+	const struct expand_opts *o = c->o;
+	struct expansion *x = c->x;
+	int path = strcmp(id, "vm_allocf_path") == 0, sym = strcmp(id, "vm_allocf") == 0;
+
+	if (o->scan_only || c->dead) {
+		/* (stap drops a dead branch: nothing to find) */
+		buf_adds(out, path ? "/dead" : sym ? "dead" : "0");
+		return;
+	}
+	if (!path && !sym && in_str) {
+		xerr(c, i, "$^%s cannot be used inside a string", id);
+		return;
+	}
+	if (x->allocf_state == 0) {
+		if (!o->vm_allocf) {
+			xerr(c, i, "$^%s needs a running target whose allocator "
+			     "can be found, which this run has not", id);
+			x->allocf_state = -1;
+			return;
+		}
+		error_set_location(c->src->path, source_line(c->src, i));
+		x->allocf_state = o->vm_allocf(o->vm_allocf_ctx, &x->allocf) < 0 ? -1 : 1;
+		error_clear_location();
+		if (x->allocf_state < 0) {
+			c->errors++;
+			return;
+		}
+	}
+	if (x->allocf_state < 0) {
+		c->errors++;
+		return;
+	}
+	if (path)
+		emit_outside(c, i, j, out, "the path of $^vm_allocf_path", x->allocf.path, in_str);
+	else if (sym)
+		emit_outside(c, i, j, out, "the symbol of $^vm_allocf", x->allocf.sym, in_str);
+	else
+		buf_addf(out, "%lld", x->allocf.g_off);
+}
+
 /* The name after "$^" at t[i] (malloc'd; *after = its end), or NULL after
  * an error.  A $^lib name may hold '-' and '.' ($^libluajit-5.1_path):
  * the longest run that ends in "_path". */
@@ -490,11 +538,15 @@ size_t do_caret(struct xctx *c, size_t i, size_t end, struct buf *out,
 		caret_path(c, id, i, j, out, in_str);
 	} else if (strcmp(id, "target") == 0 || strcmp(id, "pid_ok") == 0) {
 		caret_target(c, id, i, out, in_str);
+	} else if (strcmp(id, "vm_allocf_path") == 0 || strcmp(id, "vm_allocf") == 0 ||
+		   strcmp(id, "vm_allocd_to_G") == 0) {
+		caret_vm(c, id, i, j, out, in_str);
 	} else {
 		xerr(c, i, "unknown macro '$^%s'", id);
 		hint("known: $^arg_NAME, $^exec_path, $^libNAME_path, "
 		     "$^dso_NAME_path, "
-		     "$^target, $^pid_ok");
+		     "$^target, $^pid_ok, $^vm_allocf_path, $^vm_allocf, "
+		     "$^vm_allocd_to_G");
 		j = (size_t)-1;
 	}
 	free(id);

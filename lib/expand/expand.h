@@ -15,6 +15,11 @@
  *                            or --master PID as text ("0", with a warning,
  *                            when none was given)
  *   $^pid_ok                 "is this process one we trace?" (depends on mode)
+ *   $^vm_allocf_path, $^vm_allocf, $^vm_allocd_to_G
+ *                            LuaJIT's allocator (g->allocf) in the running
+ *                            target, when its binary has no symbol for it:
+ *                            the file, a symbol to probe, G - g->allocd
+ *                            (expand_opts.vm_allocf finds them)
  *   @pfunc(NAME)             process("EXEC").function("NAME")
  *   $*NAME := EXPR           binds (expands to nothing); later $*NAME -> EXPR
  *   @sizeof(T[, MOD]) @offsetof(T, a.b[, MOD]) @has_member(T, a[, MOD])
@@ -61,6 +66,16 @@ enum pid_ok_mode {
 			   staprun -x was given, else execname() match */
 };
 
+/* LuaJIT's allocator in a running target ($^vm_allocf*): what the
+ * driver's expand_opts.vm_allocf finds.  The strings are the driver's. */
+struct expand_allocf {
+	const char *path;	/* the file holding g->allocf, as the target
+				   names it ($^vm_allocf_path) */
+	const char *sym;	/* a symbol that starts at it there
+				   ($^vm_allocf) */
+	long long g_off;	/* G minus g->allocd ($^vm_allocd_to_G) */
+};
+
 /* One --arg NAME=VALUE. */
 struct expand_arg {
 	const char *name;
@@ -93,6 +108,11 @@ struct expand_opts {
 	size_t nargs;
 	int scan_only;		/* only load modules and collect $^arg_*:
 				   no target, DWARF or --arg values needed */
+	/* $^vm_allocf*: called once, at the first of them outside a dead
+	   %( %) branch; fills *A.  0, or -1 after error() (the macros then
+	   fail).  NULL: the macros are errors. */
+	int (*vm_allocf)(void *ctx, struct expand_allocf *a);
+	void *vm_allocf_ctx;
 };
 
 /* One file of the expanded script. */
@@ -120,6 +140,9 @@ struct expansion {
 	size_t nparams;
 	struct strv modules;	/* binaries @var() resolved into (for -d) */
 	int uses_master;	/* the script reads STAPXX_MASTER */
+	int allocf_state;	/* $^vm_allocf*: 0 unused, 1 found (allocf
+				   holds it), -1 failed */
+	struct expand_allocf allocf;
 };
 
 /*

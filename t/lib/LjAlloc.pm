@@ -29,6 +29,25 @@ samples must reach its floor; without CLAIM, 4 sigma of the samples
 taken), at most 1% of the samples faulted, the probes' cost printed.
 Returns the parsed stacks (LjStacks::parse).
 
+=item C<check_leak_go(NAME, P, TEXT [, stock => 1])>
+
+The leak app's allocations under load on C</go?n=N> (t/62 and t/78,
+C<--master>), P parsed: demo:go's loop (C<demo.lua:go>, or the trace of
+the chunk's loop that inlines it) holds at least half the bytes; with
+symbols its leaves are strings (the values it keeps) and tables (the
+table that keeps them, which grows), strings among them; without
+(C<stock>), every leaf is C<(type unknown)>.  Which of strings and
+tables holds more in a session of seconds is chance: the table doubles
+its array part, and one such reallocation holds as many bytes as the
+strings added since the one before.  TEXT is shown when one fails.
+
+=item C<running(LUAJIT [, ARGS...])>
+
+LUAJIT running t/apps/leak/alloc.lua on the host (ARGS: its arguments,
+default C<nojit 1 900>: allocating for up to 900 s), returned once it has
+printed C<start> (its VM is set up): C<{ pid, fh }>.  C<stop(APP)> ends it.
+For stap++'s search of a stripped LuaJIT's allocator in a running process.
+
 =item C<accounted(NAME, TEXT, RATE)>
 
 Every byte sampled is printed, or counted as faulted or left out by the
@@ -41,6 +60,7 @@ limit: printed + left out + faults x RATE = samples x RATE.
 use strict;
 use warnings;
 use LjStacks;
+use TestUtil ();
 use Stats;
 use Test::More ();
 
@@ -93,6 +113,41 @@ sub check_split {
 	Test::More::like($o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes/m, "$name: the probes' cost printed");
 	Test::More::note("$name: $_") for grep { /^WARNING: lj-lua-alloc/ } split /\n/, $o;
 	return $p;
+}
+
+sub check_leak_go {
+	my ($name, $p, $o, %o) = @_;
+	my $go_re = qr/^(?:demo\.lua:go|trace#\d+:content_by_lua\([\w.]+\.conf:\d+\):\d+)$/;
+	my $go = LjStacks::count_with($p, sub { grep { $_ =~ $go_re } @_ });
+	Test::More::ok($go >= 0.5 * $p->{total}, "$name: demo:go's loop holds most bytes ($go of $p->{total})") or Test::More::diag($o);
+	if ($o{stock}) {
+		Test::More::is(LjStacks::count_with($p, sub { $_[0] ne '(type unknown)' }), 0, "$name: every leaf is (type unknown)")
+			or Test::More::diag($o);
+		return;
+	}
+	my %types;
+	for my $s (@{ $p->{stacks} }) {
+		$types{ $s->{frames}[0] } += $s->{count} if grep { $_ =~ $go_re } @{ $s->{frames} };
+	}
+	Test::More::is_deeply([grep { $_ ne 'string' && $_ ne 'table' } sort keys %types], [],
+		"$name: demo:go's loop allocates strings and tables (" . join(', ', map { "$_ $types{$_}" } sort keys %types) . ')')
+		or Test::More::diag($o);
+	Test::More::ok($types{string}, "$name: ... strings among them") or Test::More::diag($o);
+}
+
+sub running {
+	my ($luajit, @args) = @_;
+	@args = ('nojit', 1, 900) unless @args;
+	my $pid = open(my $fh, '-|', $luajit, "$TestUtil::ROOT/t/apps/leak/alloc.lua", @args) // die "$luajit: $!";
+	my $line = <$fh> // '';
+	die "$luajit: no start line: $line" unless $line =~ /^start$/;
+	return { pid => $pid, fh => $fh };
+}
+
+sub stop {
+	my ($app) = @_;
+	kill 'TERM', $app->{pid};
+	close $app->{fh};
 }
 
 sub accounted {

@@ -52,7 +52,8 @@ BYTES>); then C<staprun MODULE stapxx_master=MASTER> (C<module>, built
 with C<--master ->; C<args>: more staprun arguments) while wrk with 32
 connections on C</ping> gives both idle workers events, then the counts again (C<# count
 after PID: BYTES>).  With C<< counts => 0 >>: no counts and no load
-before staprun, only the load on C</go?n=N> during it.  Connections go to the workers by the hash of their
+before staprun, only the load on C</go?n=N> during it.  C<conf> and C<nginx>
+(C<stock_case>'s) run another nginx.  Connections go to the workers by the hash of their
 ports (reuseport): 40 requests miss a worker once in 2^39 runs.
 
 =item C<counts(TEXT, WHEN)>
@@ -166,7 +167,7 @@ sub leak_master_case {
 	my (%o) = @_;
 	my $load = $o{load} // 2;
 	my $n = $o{n} // 100;
-	my $conf = "$ROOT/t/apps/leak/nginx.conf";
+	my $conf = $o{conf} // "$ROOT/t/apps/leak/nginx.conf";
 	my $args = $o{args} // '';
 	my $counts = $o{counts} // 1;
 	my $url = $counts ? '/ping' : "/go?n=$n";
@@ -178,7 +179,8 @@ grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
 counts before
 SH
 	my $post = $counts ? 'counts after' : '';
-	my $sh = VM::nginx_up(conf => $conf, url => '/ping', workers => 2, env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
+	my $sh = VM::nginx_up(conf => $conf, nginx => $o{nginx}, url => '/ping', workers => 2,
+			      env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
 echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
 counts() {
 	: > counts.txt
