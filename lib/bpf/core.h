@@ -42,6 +42,8 @@ struct ljb_opts {
 	long weight, files;	/* lj-lua-fio: 0 us, 1 bytes; file leaves */
 	long rate, on, period;	/* lj-lua-alloc: bytes per sample; ms armed of
 				   every period ms */
+	long stacks;		/* resty-memory: the parts as stacks (bytes) */
+	const char *diff;	/* resty-memory: an earlier run's output, or NULL */
 };
 
 /* A stack id and what user space made of it. */

@@ -63,6 +63,12 @@ static int vm_layout(struct dw_set *dw, struct ljb_layout *ly)
 		{ "global_State", "mainthref", &ly->G_mainthref },
 		{ "global_State", "allocf", &ly->G_allocf },
 		{ "global_State", "allocd", &ly->G_allocd },
+		{ "global_State", "gc.total", &ly->G_gc_total },
+		{ "jit_State", "szallmcarea", &ly->J_szallmcarea },
+		{ "struct malloc_state", "seg", &ly->ms_seg },
+		{ "struct malloc_segment", "base", &ly->seg_base },
+		{ "struct malloc_segment", "size", &ly->seg_size },
+		{ "struct malloc_segment", "next", &ly->seg_next },
 		{ "GG_State", "dispatch", &disp }, { "GG_State", "bcff", &bcff },
 		{ "GG_State", "g", &g },
 	};

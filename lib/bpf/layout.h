@@ -36,6 +36,9 @@ struct ljb_layout {
 	long long G_mainthref, gg_g2disp, gg_ndisp, bc_max;
 	long long G_allocf, G_allocd;	/* the allocator and its state
 					   (lj-lua-alloc, stripped) */
+	/* resty-memory: GC-managed bytes, the JIT's machine code, LuaJIT's
+	   allocator's segments (struct malloc_state's seg list) */
+	long long G_gc_total, J_szallmcarea, ms_seg, seg_base, seg_size, seg_next;
 	const char *bc_name[LJB_MAX_BC];	/* BCOp by value, without "BC_" */
 	/* lj_bc_mode[] (dw_table_u16), nbc_mode entries */
 	uint16_t bc_mode[LJB_MAX_BC];

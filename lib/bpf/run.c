@@ -11,6 +11,7 @@
 #include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
 #include "bpf/lj_yield_user.h"
+#include "bpf/resty_memory.h"
 #include "dwarf/dwarf.h"
 
 #include <errno.h>
@@ -23,6 +24,8 @@
 #include <unistd.h>
 
 #define NATIVE_TAG "# stap++ native: bpf "
+/* (a native implementation without a kernel part: both runtimes run it) */
+#define USER_TAG "# stap++ native: user "
 
 /* An option an implementation honours: its range (or its words, the
  * value their index) and where it goes. */
@@ -31,10 +34,12 @@ struct opt {
 	long lo, hi;
 	size_t off;		/* in struct ljb_opts */
 	const char *const *words;	/* NULL-terminated, or NULL: a number */
+	int text;		/* a string (a path): "" is none */
 };
 
-#define O(name, lo, hi) { #name, lo, hi, offsetof(struct ljb_opts, name), NULL }
-#define W(name, w) { #name, 0, 0, offsetof(struct ljb_opts, name), w }
+#define O(name, lo, hi) { #name, lo, hi, offsetof(struct ljb_opts, name), NULL, 0 }
+#define W(name, w) { #name, 0, 0, offsetof(struct ljb_opts, name), w, 0 }
+#define S(name) { #name, 0, 0, offsetof(struct ljb_opts, name), NULL, 1 }
 static const char *const weights[] = { "us", "bytes", NULL };
 #define BIG (1L << 30)
 
@@ -76,6 +81,8 @@ static const struct impl impls[] = {
 	{ "lj-lua-alloc", "samples/lj-lua-alloc.sxx", ljb_alloc_run,
 	  { O(time, 0, BIG), O(rate, 2, BIG), O(depth, 1, LJB_MAX_FRAMES), O(on, 0, BIG),
 	    O(period, 1, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
+	{ "resty-memory", "samples/resty-memory.sxx", ljb_memory_run,
+	  { O(stacks, 0, 1), S(diff) }, { { 0 } } },
 };
 
 /* The NAME of the script's "# stap++ native: bpf NAME" line (malloc'd),
@@ -88,8 +95,27 @@ static int native_name(const char *path, char **name)
 	if (!src)
 		return -1;
 	*name = source_header_tag(src, NATIVE_TAG);
+	if (!*name)
+		*name = source_header_tag(src, USER_TAG);
 	source_free(src);
 	return 0;
+}
+
+int bpf_native_user(const char *script)
+{
+	struct source *src;
+	char *name;
+
+	int user;
+
+	if (!script || strcmp(script, "-") == 0 || access(script, R_OK) != 0 ||
+	    !(src = source_read(script)))
+		return 0;
+	name = source_header_tag(src, USER_TAG);
+	source_free(src);
+	user = name != NULL;
+	free(name);
+	return user;
 }
 
 int bpf_check_privilege(void)
@@ -152,6 +178,11 @@ static int options(const struct bpf_run_opts *o, const struct impl *im,
 		for (const struct opt *q = im->opts; q->name && !op; q++)
 			if (strcmp(q->name, p->name) == 0)
 				op = q;
+		if (op && op->text) {
+			const char *w = v ? v : p->def;
+			*(const char **)((char *)lo + op->off) = w && *w ? w : NULL;
+			continue;
+		}
 		if (op && op->words) {
 			const char *w = v ? v : p->def;
 			for (n = 0; op->words[n] && (!w || strcmp(op->words[n], w) != 0); n++)
@@ -255,7 +286,8 @@ static int run_impl(const struct bpf_run_opts *o, const struct impl *im,
 		return rc < 0 ? EXIT_FAIL : 0;
 	}
 	if (!o->pid && !o->master) {
-		error("--runtime=bpf samples a running process: give -x PID or --master PID");
+		error("%s reads a running process: give -x PID or --master PID",
+		      im->run == ljb_memory_run ? "resty-memory" : "--runtime=bpf");
 		return EXIT_USAGE;
 	}
 	dw = target_set(t);

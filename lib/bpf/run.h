@@ -39,6 +39,14 @@ struct bpf_run_opts {
 int bpf_check_privilege(void);
 
 /*
+ * bpf_native_user - 1 when SCRIPT's header names a native implementation
+ * without a kernel part ("# stap++ native: user NAME"): bpf_run() runs it
+ * under both runtimes, with no eBPF privileges; else 0 (also when SCRIPT
+ * cannot be read: the caller's own read says why).
+ */
+int bpf_native_user(const char *script);
+
+/*
  * bpf_run - the native implementation the script declares, against the
  * resolved target T (its executable and libraries give the DWARF).
  * Returns the exit status: 0, EXIT_FAIL after error(), EXIT_USAGE after

@@ -367,11 +367,16 @@ int main(int argc, char **argv)
 
 	set_program_name("stap++");
 	parse_options(&o, argc, argv);
-	if (o.bpf && !o.run.list_args) {
-		/* a sample's native eBPF implementation (bpf/run.h) */
+	int user = !o.run.list_args && !o.run.dump_src && bpf_native_user(o.run.script);
+	if (user && o.run.stap.pass)
+		usage_die("'%s' runs in stap++ itself, with no kernel module: -p is not for it",
+			  o.run.script);
+	if ((o.bpf && !o.run.list_args) || user) {
+		/* a sample's native implementation (bpf/run.h): eBPF, or none
+		   in the kernel at all */
 		struct bpf_run_opts b = { o.run.script, o.pid, 0, o.run.args, o.run.nargs, &dirs };
 		module_search_path(&o.incdirs, &dirs);
-		if (bpf_check_privilege() == 0 && resolve(&o, &t) == 0) {
+		if ((user || bpf_check_privilege() == 0) && resolve(&o, &t) == 0) {
 			b.master = o.run.stap.master;
 			rc = bpf_run(&b, &t);
 		}
