@@ -14,6 +14,10 @@
 #   MB), 40 MB of Lua strings, 24 MB of FFI malloc; then 20 MB more
 #   strings, and --arg diff of the first run's output names LuaJIT's parts
 #   as what grew, by the app's own count within 10%.
+# - A thread waiting in pause() and one that left a block in a new arena:
+#   the stack and the arena are parts of their own.  stap++ reads only
+#   pages the target has (pagemap's count of present pages is the same
+#   before and after).
 # - --master: one table per worker; --arg stacks=1: stacks that util/fold
 #   sums to the same total, and util/flamegraph and util/pprof read.
 # - Bad input: no process, a dead one, -p, a missing diff file.
@@ -71,15 +75,41 @@ sub common {
 	is($sum, $t->{total}, "$name: the total is the sum of the parts");
 }
 
+# The pages present in process PID's page tables (pagemap bit 63), over
+# all its mappings but the kernel's.
+sub present_pages {
+	my ($pid) = @_;
+	open(my $m, '<', "/proc/$pid/maps") or return -1;
+	open(my $pm, '<:raw', "/proc/$pid/pagemap") or return -1;
+	my $n = 0;
+	while (<$m>) {
+		my ($lo, $hi, $name) = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/ or next;
+		next if $name =~ /^\[(?:vsyscall|vvar|vdso)/;
+		for (my $a = hex($lo); $a < hex($hi); $a += 4096 * 512) {
+			my $k = (hex($hi) - $a) / 4096;
+			$k = 512 if $k > 512;
+			sysseek($pm, $a / 4096 * 8, 0) or return -1;
+			sysread($pm, my $b, 8 * $k) == 8 * $k or return -1;
+			$n += $_ >> 63 for unpack('Q<*', $b);
+		}
+	}
+	return $n;
+}
+
 # The luajit CLI
-for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "$ROOT/build/debian/luajit/usr/bin/luajit"]) {
-	my ($name, $lj) = @$c;
-	my $pid = open(my $fh, '-|', $lj, "$ROOT/t/apps/memory/cli.lua", 30, 32, 24) // die "$lj: $!";
+for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "$ROOT/build/debian/luajit/usr/bin/luajit"],
+	   ['threads', "$ROOT/build/luajit-gc64/bin/luajit", 'threads']) {
+	my ($name, $lj, @more) = @$c;
+	my $pid = open(my $fh, '-|', $lj, "$ROOT/t/apps/memory/cli.lua", 30, 32, 24, @more) // die "$lj: $!";
 	my ($gc) = (<$fh> // '') =~ /^ready gc (\d+)$/;
 	ok($gc, "$name: the app is ready (" . ($gc // '?') . ' bytes GC-managed)');
+	my $before = present_pages($pid);
 	my ($rc, $o, $e) = run_cmd($STAPXX, "$ROOT/samples/resty-memory.sxx", '-x', $pid);
+	my $after = present_pages($pid);
 	kill 'TERM', $pid;
 	close $fh;
+	# (a read of a page the target never touched would map one in)
+	ok($before > 0 && $after == $before, "$name: the target's present pages are as before ($before, $after)");
 	is($rc, 0, "$name: status 0") or diag($e);
 	my $t = table($o);
 	common($name, $o, $t);
@@ -90,6 +120,16 @@ for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "
 		or diag($o);
 	near("$name: g->gc.total", $t->{gc} // 0, ($gc // 0) / 1024, 1) or diag($o);
 	ok(($t->{parts}{'other anonymous'} // 0) < 0.02 * $t->{total}, "$name: other anonymous is small") or diag($o);
+	if (@more) {
+		# a thread waiting in pause() (glibc's default stack: 8 MB), one
+		# that made a block of 100,000 bytes in a new arena
+		my ($sk, $sv) = $o =~ /^stack: other threads\t(\d+)\t[\d.]+%\t(\d+)$/m;
+		ok($sv && $sv >= 8 * 1024 && $sk < $sv, "$name: the waiting thread's stack (" . ($sk // '?') . ' KB resident of '
+		   . ($sv // '?') . ')') or diag($o);
+		my ($ak, $av) = $o =~ /^glibc malloc: other arenas\t(\d+)\t[\d.]+%\t(\d+)$/m;
+		ok($av && $av >= 100000 / 1024, "$name: the other arena (" . ($ak // '?') . ' KB resident of ' . ($av // '?') . ')')
+			or diag($o);
+	}
 }
 
 # nginx: the debug build, then Debian's stock one

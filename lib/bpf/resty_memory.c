@@ -182,8 +182,10 @@ static void block_claims(struct mem *m, const struct vma *v)
 			a = end;
 			continue;
 		}
-		if (ljb_read(m->pid, a, h, sizeof(h)) < 0)
-			return;
+		if (ljb_read(m->pid, a, h, sizeof(h)) < 0) {
+			a += PAGE;	/* (not present: a block's header page is written) */
+			continue;
+		}
 		size = h[1] & ~7ULL;
 		if (h[0] == 1 && (h[1] & 7) == 2 && size && (size + LJ_FOOT_PAD) % PAGE == 0 &&
 		    a + size + LJ_FOOT_PAD <= v->hi) {
@@ -216,26 +218,50 @@ static void arena_claims(struct mem *m, const struct vma *v)
 		claim(m, v->lo, v->hi, "glibc malloc: other arenas");
 }
 
+/* The parent of process PID, 0 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	int pp = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 1, " %*c %d", &pp);
+	fclose(f);
+	return pp;
+}
+
 /* An nginx shared zone in a shared mapping: its slab pool's log_ctx
  * (within the first 256 bytes) points at the zone's description, e.g.
  * " in lua_shared_dict zone \"dogs\"", inside the zone.  The name, or
- * NULL. */
+ * NULL.  The master made the zone and wrote it before it forked the
+ * worker, which may never have touched that page: the parent is read
+ * where the process has it not (ljb_read reads only present pages). */
 static char *zone_name(struct mem *m, const struct vma *v)
 {
+	pid_t who[2] = { m->pid, parent_of(m->pid) };
 	uint64_t w[32];
 	char s[160];
 
-	if (ljb_read(m->pid, v->lo, w, sizeof(w)) < 0)
-		return NULL;
-	for (int i = 0; i < 32; i++) {
-		if (w[i] < v->lo || w[i] + sizeof(s) > v->hi || ljb_read(m->pid, w[i], s, sizeof(s)) < 0)
+	for (int k = 0; k < 2; k++) {
+		if (!who[k] || ljb_read(who[k], v->lo, w, sizeof(w)) < 0)
 			continue;
-		s[sizeof(s) - 1] = 0;
-		size_t n = strnlen(s, sizeof(s));
-		char *q;
-		if (strncmp(s, " in ", 4) != 0 || n < 8 || s[n - 1] != '"' || !(q = strstr(s, " zone \"")))
-			continue;
-		return xasprintf("nginx shm: %.*s %s", (int)(q - s - 4), s + 4, q + 1);
+		for (int i = 0; i < 32; i++) {
+			size_t n;
+			char *q;
+			if (w[i] < v->lo || w[i] + sizeof(s) > v->hi ||
+			    ljb_read(who[k], w[i], s, sizeof(s)) < 0)
+				continue;
+			s[sizeof(s) - 1] = 0;
+			n = strnlen(s, sizeof(s));
+			if (strncmp(s, " in ", 4) != 0 || n < 8 || s[n - 1] != '"' ||
+			    !(q = strstr(s, " zone \"")))
+				continue;
+			return xasprintf("nginx shm: %.*s %s", (int)(q - s - 4), s + 4, q + 1);
+		}
 	}
 	return NULL;
 }

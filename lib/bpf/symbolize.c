@@ -274,20 +274,52 @@ const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr)
 /* The target's memory.                                                */
 
 static pid_t mem_pid;
-static int mem_fd = -1;
+static int mem_fd = -1, map_fd = -1;
 
-int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n)
+int ljb_present(pid_t pid, uint64_t addr, size_t n)
 {
-	if (pid != mem_pid || mem_fd < 0) {
+	enum { PAGE = 4096, MAXP = 64 };
+	uint64_t e[MAXP], first = addr / PAGE, last = (addr + (n ? n : 1) - 1) / PAGE;
+
+	if (ljb_read_open(pid) < 0)
+		return 0;
+	for (uint64_t p = first; p <= last;) {
+		size_t k = last - p + 1 < MAXP ? (size_t)(last - p + 1) : MAXP;
+		if (pread(map_fd, e, k * 8, (off_t)(p * 8)) != (ssize_t)(k * 8))
+			return 0;
+		for (size_t i = 0; i < k; i++)
+			if (!(e[i] >> 63))
+				return 0;
+		p += k;
+	}
+	return 1;
+}
+
+int ljb_read_open(pid_t pid)
+{
+	if (pid != mem_pid || mem_fd < 0 || map_fd < 0) {
 		char path[64];
 		if (mem_fd >= 0)
 			close(mem_fd);
+		if (map_fd >= 0)
+			close(map_fd);
 		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 		mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+		map_fd = open(path, O_RDONLY | O_CLOEXEC);
 		mem_pid = pid;
-		if (mem_fd < 0)
+		if (mem_fd < 0 || map_fd < 0)
 			return -1;
 	}
+	return 0;
+}
+
+int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	/* (a page the target never touched, or swapped out, is not read:
+	   reading it would map or swap one in) */
+	if (!ljb_present(pid, addr, n))
+		return -1;
 	return pread(mem_fd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
 }
 

@@ -51,8 +51,20 @@ struct ljb_file {
 const struct ljb_file *ljb_symtab_file(const struct ljb_symtab *st, uint64_t addr);
 const struct ljb_file *ljb_symtab_files(const struct ljb_symtab *st, size_t *n);
 
-/* Reads N bytes at ADDR of PID's memory into BUF; 0, or -1. */
+/* Reads N bytes at ADDR of PID's memory into BUF; 0, or -1.  Only pages
+ * present in PID's page tables are read (pagemap): a read of one the
+ * target never touched would map the zero page or a new page of shared
+ * memory into it, and one of a swapped-out page swap it in; those read
+ * as a fault (-1). */
 int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n);
+
+/* Whether every page of [ADDR, ADDR+N) is present in PID's page tables:
+ * 1 or 0 (0 too when PID's pagemap cannot be read). */
+int ljb_present(pid_t pid, uint64_t addr, size_t n);
+
+/* Opens PID's memory and pagemap for ljb_read() (one process at a time;
+ * another PID closes the last one's).  0, or -1. */
+int ljb_read_open(pid_t pid);
 
 /* The address of the symbol NAME (any type), 0 if none. */
 uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name);

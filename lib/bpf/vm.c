@@ -99,6 +99,20 @@ static int table_start(const struct ljb_symtab *st, const uint64_t *w, size_t i,
 	return i == 0 || w[i - 1] < f->lo || w[i - 1] >= w[i];
 }
 
+/* Reads LEN bytes at A of PID into W page by page: a page that is not
+ * present (ljb_read reads none: it would map one into the target) reads
+ * as zeros, which start no dispatch table. */
+static void read_present(pid_t pid, uint64_t a, uint64_t *w, size_t len)
+{
+	enum { PAGE = 4096 };
+
+	for (size_t off = 0; off < len; off += PAGE) {
+		size_t k = len - off < PAGE ? len - off : PAGE;
+		if (ljb_read(pid, a + off, (char *)w + off, k) < 0)
+			memset((char *)w + off, 0, k);
+	}
+}
+
 uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st)
 {
 	char path[64], line[4096], perm[8], file[4096];
@@ -114,14 +128,14 @@ uint64_t ljb_vm_scan(pid_t pid, const struct ljb_layout *ly, const struct ljb_sy
 	while (!g && budget && fgets(line, sizeof(line), f)) {
 		unsigned long long lo, hi;
 		file[0] = 0;
+		/* (private: a VM is never in shared memory) */
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %4095[^\n]", &lo, &hi, perm, file) < 3 ||
-		    strncmp(perm, "rw", 2) != 0 || (file[0] && strcmp(file, "[heap]") != 0))
+		    strncmp(perm, "rw-p", 4) != 0 || (file[0] && strcmp(file, "[heap]") != 0))
 			continue;
-		/* chunks overlap by two words: a table start on a border */
-		for (uint64_t a = lo; !g && a < hi && budget; a += CHUNK - 16) {
+		/* chunks overlap by a page: a table start on a border */
+		for (uint64_t a = lo; !g && a < hi && budget; a += CHUNK - 4096) {
 			size_t len = hi - a < CHUNK ? hi - a : CHUNK;
-			if (ljb_read(pid, a, w, len) < 0)
-				break;
+			read_present(pid, a, w, len);
 			budget = budget > len ? budget - len : 0;
 			for (size_t i = 0; !g && i < len / 8; i++)
 				if (table_start(st, w, i, len / 8) &&

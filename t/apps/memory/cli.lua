@@ -1,17 +1,23 @@
 -- SPDX-License-Identifier: GPL-2.0-or-later
 -- A luajit CLI process whose memory is known by construction (t/84:
--- resty-memory):  luajit cli.lua STRINGS_MB TABLE_MB MALLOC_MB
+-- resty-memory):  luajit cli.lua STRINGS_MB TABLE_MB MALLOC_MB [threads]
 -- keeps STRINGS_MB MB of distinct strings (1,000 bytes of text each), a
 -- table whose array part is TABLE_MB MiB (8-byte numbers, filled to a
 -- power of two when TABLE_MB is one: one block of LuaJIT's allocator,
 -- mapped on its own), and MALLOC_MB MB of glibc malloc (FFI, every byte
--- written); then prints "ready gc BYTES" (collectgarbage's
--- count after a full collection) and sleeps until killed.
+-- written).  With "threads": a thread that waits in pause() forever
+-- (its own stack) and one whose only call is malloc(100000), below
+-- glibc's mmap threshold (a block of a new arena of glibc's), which
+-- it leaves there.  Then prints "ready gc BYTES" (collectgarbage's count
+-- after a full collection) and waits in pause() until killed.
 local ffi = require("ffi")
 ffi.cdef [[
 void *malloc(size_t size);
 void *memset(void *s, int c, size_t n);
-int usleep(unsigned int usec);
+typedef unsigned long stapxx_pthread_t;
+int pthread_create(stapxx_pthread_t *t, const void *attr, void *(*f)(void *), void *arg);
+int pthread_join(stapxx_pthread_t t, void **ret);
+int pause(void);
 ]]
 local smb, tmb, mmb = tonumber(arg[1]) or 0, tonumber(arg[2]) or 0, tonumber(arg[3]) or 0
 local strings, pad = {}, string.rep("s", 990)
@@ -21,7 +27,16 @@ for i = 1, tmb * 1048576 / 8 do big[i] = i end
 local n = mmb * 1000000
 local block = n > 0 and ffi.C.malloc(n)
 if block then ffi.C.memset(block, 1, n) end
+if arg[4] == "threads" then
+    -- (C functions as the threads' start routines: no Lua runs there)
+    local start = "void *(*)(void *)"
+    local t1, t2 = ffi.new("stapxx_pthread_t[1]"), ffi.new("stapxx_pthread_t[1]")
+    assert(ffi.C.pthread_create(t1, nil, ffi.cast(start, ffi.C.pause), nil) == 0)
+    assert(ffi.C.pthread_create(t2, nil, ffi.cast(start, ffi.C.malloc), ffi.cast("void *", 100000)) == 0)
+    assert(ffi.C.pthread_join(t2[0], nil) == 0)
+end
 collectgarbage()
 io.write(string.format("ready gc %d\n", collectgarbage("count") * 1024))
 io.flush()
-while true do ffi.C.usleep(100000) end
+-- (waits without running any code: its memory stays as it is)
+while true do ffi.C.pause() end
