@@ -79,6 +79,7 @@ sub common {
 # all its mappings but the kernel's.
 sub present_pages {
 	my ($pid) = @_;
+	no warnings 'portable';    # (64-bit addresses)
 	open(my $m, '<', "/proc/$pid/maps") or return -1;
 	open(my $pm, '<:raw', "/proc/$pid/pagemap") or return -1;
 	my $n = 0;
@@ -103,6 +104,12 @@ for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "
 	my $pid = open(my $fh, '-|', $lj, "$ROOT/t/apps/memory/cli.lua", 30, 32, 24, @more) // die "$lj: $!";
 	my ($gc) = (<$fh> // '') =~ /^ready gc (\d+)$/;
 	ok($gc, "$name: the app is ready (" . ($gc // '?') . ' bytes GC-managed)');
+	# (its main thread waits in pause(), system call 34: nothing changes)
+	for (1 .. 100) {
+		last if (slurp("/proc/$pid/syscall") // '') =~ /^34 /;
+		select(undef, undef, undef, 0.05);
+	}
+	like(slurp("/proc/$pid/syscall") // '', qr/^34 /, "$name: the app waits in pause()");
 	my $before = present_pages($pid);
 	my ($rc, $o, $e) = run_cmd($STAPXX, "$ROOT/samples/resty-memory.sxx", '-x', $pid);
 	my $after = present_pages($pid);
