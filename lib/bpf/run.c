@@ -105,7 +105,6 @@ int bpf_native_user(const char *script)
 {
 	struct source *src;
 	char *name;
-
 	int user;
 
 	if (!script || strcmp(script, "-") == 0 || access(script, R_OK) != 0 ||
