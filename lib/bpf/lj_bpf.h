@@ -106,8 +106,13 @@ enum {
 	LJB_N_COST, LJB_N_LOSTMAP, LJB_N_LOSTRB,
 	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX, LJB_N_F_EXIT,
 	LJB_N_EXIT, LJB_N_RECORD, LJB_N_OPT, LJB_N_ASM,	/* of LJB_N_VMOTHER */
-	LJB_N_MAX
+	/* the reads of the target's memory the samples made, their bytes,
+	   and how many samples made 0-3, 4-7, ... (LJB_RH buckets of 4,
+	   the last one: all above) */
+	LJB_N_READS, LJB_N_RBYTES, LJB_N_RH0,
+	LJB_N_MAX = LJB_N_RH0 + 64
 };
+#define LJB_RH 64
 
 /* lj-lua-off-cpu (lj_offcpu.bpf.c): a wait's kind, by how ljb_take()
  * ended at its switch-out (LJB_R_*, lj_walk.bpf.h, in that order), then

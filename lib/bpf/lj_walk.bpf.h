@@ -140,11 +140,50 @@ static __always_inline void count(__u32 k, __u64 v)
 
 #define MIX(h, v) (((h) ^ (__u64)(v)) * 0x100000001b3ULL)
 
+/* The reads of the target's memory made on each CPU, and their bytes: a
+ * sample's are the difference around it (ljb_reads_begin/_end).  A
+ * program runs on one CPU at a time, never nested. */
+#define LJB_MAX_CPUS 1024
+static __u64 ljb_nreads[LJB_MAX_CPUS], ljb_nrbytes[LJB_MAX_CPUS];
+
+static __always_inline void tally(__u32 n)
+{
+	__u32 c = bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1);
+
+	ljb_nreads[c]++;
+	ljb_nrbytes[c] += n;
+}
+
+/* The reads so far on this CPU (ljb_reads_end's start). */
+static __always_inline __u64 ljb_reads_begin(void)
+{
+	return ljb_nreads[bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1)];
+}
+
+/* Counts the reads (and bytes) a sample made since ljb_reads_begin()
+ * returned R0 (and B0 bytes): LJB_N_READS, LJB_N_RBYTES, its bucket. */
+static __always_inline void ljb_reads_end(__u64 r0, __u64 b0)
+{
+	__u32 c = bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1);
+	__u64 n = ljb_nreads[c] - r0, b = ljb_nrbytes[c] - b0;
+	__u64 k = n / 4 < LJB_RH - 1 ? n / 4 : LJB_RH - 1;
+
+	ljb_pcpu_add(&stats, LJB_N_READS, n);
+	ljb_pcpu_add(&stats, LJB_N_RBYTES, b);
+	ljb_pcpu_add(&stats, LJB_N_RH0 + (__u32)k, 1);
+}
+
+static __always_inline __u64 ljb_rbytes_begin(void)
+{
+	return ljb_nrbytes[bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1)];
+}
+
 /* Readers: a fault sets *f (the sample is skipped). */
 static __always_inline __u64 rd64(__u64 a, __u32 *f)
 {
 	__u64 v = 0;
 
+	tally(8);
 	if (bpf_probe_read_user(&v, 8, (void *)a))
 		*f = 1;
 	return v;
@@ -154,6 +193,7 @@ static __always_inline __u32 rd32(__u64 a, __u32 *f)
 {
 	__u32 v = 0;
 
+	tally(4);
 	if (bpf_probe_read_user(&v, 4, (void *)a))
 		*f = 1;
 	return v;
@@ -194,6 +234,7 @@ static __always_inline __u32 gct_ffid(__u64 o, __u32 *f)
 {
 	__u16 v = 0;
 
+	tally(2);
 	if (bpf_probe_read_user(&v, 2, (void *)(o + cfg.gct)))
 		*f = 1;
 	return v;

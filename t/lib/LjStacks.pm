@@ -23,7 +23,9 @@ C<stats> and C<asked> (the samples it was to stop at, from its start line
 count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
 truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
-share of a CPU; undef when the lines are missing), C<pids> (samples per
+share of a CPU; on eBPF reads, rbytes and reads_p99: the reads of the
+target's memory per sample, their bytes, and the count 99% of the samples
+stay within; undef when the lines are missing), C<pids> (samples per
 process id), C<layout> (binary => the layout database's entry, from
 stap++'s "using layout" line on stderr for a stripped binary), C<bad>
 (lines that fit neither), C<cpu> and C<wall> (the
@@ -173,6 +175,9 @@ sub parse {
 			$cost->{pct} += $2 * $n;
 			@{ $p{stats} }{qw(cost_us cost_pct)} = (sprintf('%.1f', $cost->{us} / $cost->{n}),
 				sprintf('%.2f', $cost->{pct} / $cost->{n}));
+		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+\.\d) reads of the target's memory per sample on average \((\d+) bytes\), 99% of the samples at most (\(over\) )?(\d+)$/) {
+			# (eBPF; the last session's)
+			@{ $p{stats} }{qw(reads rbytes reads_p99)} = ($1, $2, $3 ? 1e9 : $4);
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: samples per process \(pid:samples\):((?: \d+:\d+)*)$/) {
 			for (split ' ', $1) {
 				my ($pid, $n) = split /:/;
