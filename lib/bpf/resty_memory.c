@@ -59,6 +59,7 @@ struct mem {
 	int pagemap;		/* fd */
 	uint64_t gc_total, mcode, segs;	/* LuaJIT's counts, 0: none */
 	int layouts;		/* LuaJIT's layouts are known */
+	int own_alloc;		/* its VM allocates with LuaJIT's allocator */
 	int lj;			/* its VM was found */
 };
 
@@ -131,6 +132,14 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 	g = ljb_find_G(m->pid, &ly, st);
 	if (!g || !ljb_vm_check_G(m->pid, &ly, st, g))
 		g = ljb_vm_scan(m->pid, &ly, st);
+	if (g) {
+		/* LuaJIT's own allocator (lj_alloc_f) is in the file of its
+		   interpreter, whose first handler the dispatch table names;
+		   an allocator given to lua_newstate has no segments to read */
+		uint64_t fn = rd64(m, g + ly.G_allocf, &bad), h = rd64(m, g + ly.gg_g2disp, &bad);
+		const struct ljb_file *fa = ljb_symtab_file(st, fn), *fv = ljb_symtab_file(st, h);
+		m->own_alloc = !bad && fa && fv && strcmp(fa->path, fv->path) == 0;
+	}
 	ljb_symtab_free(st);
 	if (!g)
 		return;
@@ -140,7 +149,7 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 	/* (jit_State is in GG_State beside global_State) */
 	m->mcode = rd64(m, g + ly.k.J_from_g + ly.J_szallmcarea, &bad);
 	/* the allocator's segments: a list inside its malloc_state (g->allocd) */
-	s = rd64(m, g + ly.G_allocd, &bad) + ly.ms_seg;
+	s = m->own_alloc ? rd64(m, g + ly.G_allocd, &bad) + ly.ms_seg : 0;
 	for (k = 0; s && !bad && k < 256; k++) {
 		uint64_t base = rd64(m, s + ly.seg_base, &bad), size = rd64(m, s + ly.seg_size, &bad);
 		if (bad || size == 0 || size > (1ULL << 40) || base % PAGE)
@@ -540,10 +549,15 @@ static void print(struct mem *m, const struct ljb_opts *o, pid_t worker)
 		       (unsigned long long)(m->p[i].vsz / 1024));
 	printf("total\t%llu\t100.0%%\t%llu\n", (unsigned long long)(rss / 1024),
 	       (unsigned long long)(vsz / 1024));
-	if (m->lj)
+	if (m->lj && m->own_alloc)
 		printf("# LuaJIT: %llu KB GC-managed (g->gc.total), in the allocator's %llu segments "
 		       "and its blocks mapped one by one; %llu KB of JIT machine code allocated\n",
 		       (unsigned long long)(m->gc_total / 1024), (unsigned long long)m->segs,
+		       (unsigned long long)(m->mcode / 1024));
+	else if (m->lj)
+		printf("# LuaJIT: %llu KB GC-managed (g->gc.total), allocated by an allocator of "
+		       "the application's (lua_newstate), counted where it puts them; %llu KB of "
+		       "JIT machine code allocated\n", (unsigned long long)(m->gc_total / 1024),
 		       (unsigned long long)(m->mcode / 1024));
 	else if (m->layouts)
 		printf("# LuaJIT: its VM was not found in the process's memory\n");
