@@ -401,11 +401,13 @@ sub check_seed {
 		# glibc exports as __sqrt_finite@GLIBC_2.15; the rest of the time
 		# is the trace's own loop and call sequence (57-65% vs 35-43%
 		# measured under TCG on a quiet host; 49.8% once while the host's
-		# two cores ran three test chains: host load shifts TCG's timing).
-		# A broken FFI frame would leave almost no sqrt leaves.
+		# two cores ran three test chains, 37.9% once with three VMs
+		# beside a build loop: host load shifts TCG's timing, so no share
+		# of the truth's kind exists here).  What the check is for: a
+		# broken FFI frame would leave almost no sqrt leaves, far below 15%.
 		my $n = count_with($p, sub { $_[0] =~ /^C:(?:__)?(?:sqrt|ieee754_sqrt)\w*(?:\@\S+)?$/ });
 		my $exact = count_with($p, sub { $_[0] eq 'C:sqrt' });
-		Test::More::ok($n > 0.4 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in at least 40% of the samples: $n of $total");
+		Test::More::ok($n > 0.15 * $total, "$name: leaf C:sqrt (or libm's inner sqrt) in at least 15% of the samples: $n of $total");
 		Test::More::ok($exact > 0, "$name: C:sqrt leaves ($exact)");
 		my %leaf;
 		for my $s (@{ $p->{stacks} }) {
