@@ -8,6 +8,7 @@
 #include "bpf/symbolize.h"
 #include "bpf/vm.h"
 #include "driver/stap.h"
+#include "target/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Whether PATH is one of the target's files (stap gets it as -d, so it
@@ -151,24 +151,6 @@ static int symbol_args(Elf *elf, const struct allocf *a, struct buf *b, int *has
 	return 0;
 }
 
-/* Runs ARGV; 0 when it exits with 0, else -1 after error(). */
-static int run(char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	if (p < 0)
-		return error("cannot fork: %s", strerror(errno));
-	if (p == 0) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "stap++: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return error("'%s' failed (status %d)", argv[0], WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	return 0;
-}
-
 int allocf_symbolize(const struct allocf *a, const char *copy)
 {
 	struct buf args = {0};
@@ -197,7 +179,12 @@ int allocf_symbolize(const struct allocf *a, const char *copy)
 	at = xasprintf("@%s", argfile);
 	tmp = xasprintf("%s.new", copy);
 	char *argv[] = { "objcopy", at, (char *)copy, tmp, NULL };
-	rc = run(argv);
+	struct buf log = {0};
+	int st = run_capture(argv, &log);
+	if (st != 0)
+		rc = st < 0 ? error("cannot run objcopy: %s", strerror(errno))
+			    : error("objcopy failed (status %d): %s", st, log.s ? log.s : "");
+	buf_free(&log);
 	if (rc == 0 && rename(tmp, copy) < 0)
 		rc = error("cannot rename '%s': %s", tmp, strerror(errno));
 	if (rc < 0)

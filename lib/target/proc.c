@@ -190,7 +190,7 @@ char *proc_comm(pid_t pid)
 
 /* Run ARGV (no shell) with stdout+stderr captured into OUT.  Returns the
  * exit status, or -1 if it could not run. */
-static int run_capture(char *const argv[], struct buf *out)
+int run_capture(char *const argv[], struct buf *out)
 {
 	posix_spawn_file_actions_t fa;
 	int fds[2], status;

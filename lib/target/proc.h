@@ -66,6 +66,11 @@ int proc_children(pid_t pid, pid_t **out, size_t *n);
  * its name goes to MISSING.  A statically linked executable has none. */
 int exec_libs(const char *exe, struct strv *out, struct strv *missing);
 
+/* Runs ARGV (a program found in PATH; stdin /dev/null), its stdout and
+ * stderr appended to OUT.  Its exit status (128 when killed), or -1 with
+ * errno when it could not be started. */
+int run_capture(char *const argv[], struct buf *out);
+
 /* Resolve executable PATH for --exec / -c: a name without '/' is looked up
  * in $PATH; the result must be an existing regular file.  *out = its real
  * path (malloc'd). */
