@@ -180,7 +180,8 @@ HOST_TESTS = $(strip $(foreach t,$(sort $(wildcard t/*.t)),$(if $(findstring -vm
 
 # Three at a time, the longest first: several of them wait on a workload
 # or a server more than they use the CPU.
-CHECK_FIRST = t/70-bpf-luajit.t t/71-bpf-nginx.t t/24-layouts.t t/74-bpf-lj-lua-off-cpu.t
+CHECK_FIRST = t/70-bpf-luajit.t t/71-bpf-nginx.t t/85-bpf-jit-frames.t t/24-layouts.t \
+	t/74-bpf-lj-lua-off-cpu.t
 check: all
 	prove -j3 $(PROVE_FLAGS) $(filter $(CHECK_FIRST),$(HOST_TESTS)) $(filter-out $(CHECK_FIRST),$(HOST_TESTS))
 

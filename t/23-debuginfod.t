@@ -125,7 +125,7 @@ for my $t (@targets) {
 	waitpid($pid, 0);
 	is($st, 0, "$t->{name} stripped + debuginfod, --runtime=bpf: status 0") or diag($e);
 	LjStacks::check_seed("$t->{name} stripped bpf", $p, app => "$ROOT/t/apps/test.lua",
-		root => ['run.lua', qr/^C:0x[0-9a-f]+$/], mode => 'jit', lines => 0, claim => 2);
+		root => ['run.lua', qr/^C:[\w.-]+\+0x[0-9a-f]+$/], mode => 'jit', lines => 0, claim => 2);
 }
 
 # The server gone, an empty cache: no debug info.  The layout database

@@ -101,7 +101,7 @@ my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 my $c = $r->{cases};
 
-my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(wait\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;
+my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(wait\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+))$/;
 
 # The 1:2:3 split against the app's own timers, the coverage of the app's
 # time, well-formed frames; CLI: the session ended when the app did.

@@ -113,7 +113,7 @@ sub common {
 	return $p;
 }
 
-my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;
+my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+)|file:data[12])$/;
 for my $k (['us', 'us'], ['bytes', 'bytes'], ['stripped', 'bytes']) {
 	my ($n, $w) = @$k;
 	my $case = $c->{$n};

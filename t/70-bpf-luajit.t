@@ -97,7 +97,7 @@ for my $b (qw(gc64 nogc64)) {
 		is_deeply [grep { /disagree with the symbols/ } @{ $p->{warnings} // [] }], [],
 			"$name: the handlers named from the dispatch table are the symbols";
 		my ($q) = sample("$name stripped", [$bare, $run, 3600, @work], LjStacks::seed_samples($CLAIM));
-		LjStacks::check_seed("$name stripped", $q, app => $app, root => ['run.lua', qr/^C:0x[0-9a-f]+$/],
+		LjStacks::check_seed("$name stripped", $q, app => $app, root => ['run.lua', qr/^C:[\w.-]+\+0x[0-9a-f]+$/],
 			mode => $mode, lines => 0, claim => $CLAIM);
 		Bpf::check_accounted("$name stripped", $q, 1);
 		is_deeply $q->{layout}, { $bare => "luajit2-2.1-20230119-$b" },

@@ -32,7 +32,7 @@ my $ROUNDS = ceil(1.1 * Stats::floor(1 / 2, $CLAIM) / 30);
 my $FEW = 10;
 my $U = 2000;
 my $run = "$ROOT/t/apps/wait-run.lua";
-my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;
+my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+))$/;
 
 # Runs FUNC of wait-run.lua ROUNDS times under BUILD (gc64, nogc64) and
 # MODE (jit, nojit) with a session started before the app's first wait

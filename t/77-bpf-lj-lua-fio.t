@@ -49,7 +49,7 @@ my %rounds = (
 	mixed => ceil(1.2 * Stats::floor(2 / 3, $BYTES_CLAIM) / 6),
 	# (enough for the session to name the stack while the app runs)
 	few => 100);
-my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|file:data[12])$/;
+my $frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+)|file:data[12])$/;
 
 # Runs FUNC (fio, fio_sys, fio_mixed) of wait-run.lua under a session
 # with ARGS on files of SIZES, the JIT off for fio_sys; returns (the

@@ -147,7 +147,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct ljb_event *ev = data;
 	struct buf b = {0};
 	struct ljb_idtext *e;
-	int unsure = 0;
+	struct ljb_textres r = { 0, -1, 0 };
 
 	if (size < sizeof(*ev) - sizeof(ev->f))
 		return 0;
@@ -165,11 +165,15 @@ static int on_event(void *ctx, void *data, size_t size)
 		e->text = -1;
 		c->nids++;
 	}
-	if (ev->end != LJB_END_BROKEN && ljb_stack_text(ev, &c->ly, c->st, &c->to, &b, &unsure) == 0 &&
-	    b.s)
+	if (ev->end != LJB_END_BROKEN && ljb_stack_text(ev, &c->ly, c->st, &c->to, &b, &r) == 0 &&
+	    b.s) {
 		e->text = text_index(c, b.s);
+		if (r.cut)
+			e->end = LJB_END_TRUNC;
+	}
+	e->nosnap = r.snapwhy > 0 ? (uint8_t)r.snapwhy : 0;
 	buf_free(&b);
-	if (unsure && e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
+	if (r.unsure && e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
 		e->asked = 1;
 		return 0;	/* (on_stack waits for the better name) */
 	}
@@ -627,6 +631,7 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 	} else {
 		if (e->end == LJB_END_TRUNC)
 			t->truncated += n;
+		t->nosnap[e->nosnap] += n;
 		c->texts[e->text].count += n;
 	}
 }
@@ -660,6 +665,7 @@ void ljb_core_add_framed(struct ljb_core *c, uint64_t id, const char *leaf, cons
 	}
 	if (e->end == LJB_END_TRUNC)
 		t->truncated += n;
+	t->nosnap[e->nosnap] += n;
 	add_frame(&b, leaf);
 	buf_adds(&b, c->texts[e->text].s);
 	add_frame(&b, root);
@@ -861,6 +867,30 @@ void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const
 	if (t->unnamed)
 		fprintf(stderr, "WARNING: %s: %llu %s in stacks not named: the target's memory was "
 			"gone before (dropped)\n", c->t.name, t->unnamed, unit);
+	ljb_print_snaps(c, t, unit);
+}
+
+void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const char *unit)
+{
+	static const char *const why[LJB_SNAP_NWHY] = {
+		[LJB_SNAP_APPROX] = "",
+		[LJB_SNAP_STALE] = "their trace was flushed before its snapshot was read",
+		[LJB_SNAP_UNREAD] = "their trace's snapshot could not be read",
+		[LJB_SNAP_KIND] = "their snapshot holds a frame stap++ does not restore (a "
+				  "metamethod's continuation, a function that is not a "
+				  "constant of the trace)",
+	};
+	if (t->nosnap[LJB_SNAP_APPROX])
+		fprintf(stderr, "WARNING: %s: %llu %s in traces show the frames of the nearest "
+			"snapshot before their position: LuaJIT keeps a trace's frames only at "
+			"its snapshots, and the code after one may run in frames entered since "
+			"(docs/lj-lua-stacks.md, \"Inside traces\")\n", c->t.name,
+			t->nosnap[LJB_SNAP_APPROX], unit);
+	for (int i = LJB_SNAP_APPROX + 1; i < LJB_SNAP_NWHY; i++)
+		if (t->nosnap[i])
+			fprintf(stderr, "WARNING: %s: %llu %s in traces show no frames the trace "
+				"inlined: %s (printed with the trace and its base frame)\n",
+				c->t.name, t->nosnap[i], unit, why[i]);
 }
 
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,

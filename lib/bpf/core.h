@@ -19,6 +19,7 @@
 
 #include "bpf/layout.h"
 #include "bpf/symbolize.h"
+#include "bpf/snapshot.h"
 #include "dwarf/dwarf.h"
 
 struct ring_buffer;
@@ -53,6 +54,8 @@ struct ljb_idtext {
 	uint32_t end;		/* LJB_END_* */
 	uint8_t asked;		/* its frames asked for again (resend map) */
 	uint8_t resent;		/* ... times so far */
+	uint8_t nosnap;		/* in a trace: why the frames it inlined are
+				   not shown (LJB_SNAP_*, 0: they are) */
 };
 
 struct ljb_text {
@@ -63,6 +66,8 @@ struct ljb_text {
 /* What a report found in the kernel's counts, by stack (ljb_core_add). */
 struct ljb_tally {
 	unsigned long long truncated, broken, lost, unnamed;
+	unsigned long long nosnap[LJB_SNAP_NWHY];	/* (printed without the
+							   frames a trace inlined) */
 };
 
 struct ljb_core {
@@ -311,6 +316,11 @@ void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what);
  * the one of stacks not named because the target's memory was gone. */
 void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const char *unit,
 		      long depth, long maxstacks);
+
+/* Prints, for each reason (LJB_SNAP_*) that T counts, the UNITs in
+ * traces whose stacks show no frames the trace inlined, and why (part of
+ * ljb_print_limits). */
+void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const char *unit);
 
 /* Prints "NAME: N EVENTS skipped: WHY" for each fault reason of the
  * statistics N (LJB_N_*) and the UNNAMED stacks. */

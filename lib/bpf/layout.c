@@ -124,6 +124,38 @@ static int ngx_coroutines(struct dw_set *dw, struct ljb_layout *ly)
 	return 0;
 }
 
+/* The traces' snapshots (lj_jit.h GCtrace, SnapShot; lj_ir.h IRIns and
+ * the constants IR_KGC, IR_KNUM): what restores the frames a trace
+ * inlined (ljb_take's snapshot, lib/bpf/snapshot.c).  0, or -1 after
+ * error(). */
+static int snapshots(struct dw_set *dw, struct ljb_layout *ly)
+{
+	long long T_snap, T_nsnap, T_spadjust, T_mcloop, snap_size, snap_mcofs;
+	const struct off o[] = {
+		{ "GCtrace", "snap", &T_snap }, { "GCtrace", "nsnap", &T_nsnap },
+		{ "GCtrace", "spadjust", &T_spadjust }, { "GCtrace", "mcloop", &T_mcloop },
+		{ "SnapShot", NULL, &snap_size },
+		{ "SnapShot", "mcofs", &snap_mcofs },
+		{ "GCtrace", "snapmap", &ly->T_snapmap }, { "GCtrace", "nsnapmap", &ly->T_nsnapmap },
+		{ "GCtrace", "ir", &ly->T_ir }, { "GCtrace", "traceno", &ly->T_traceno },
+		{ "SnapShot", "mapofs", &ly->snap_mapofs }, { "SnapShot", "nent", &ly->snap_nent },
+		{ "SnapShot", "ref", &ly->snap_ref }, { "IRIns", NULL, &ly->ir_size },
+	};
+	const struct en e[] = {
+		{ "IR_KGC", &ly->ir_kgc }, { "IR_KNUM", &ly->ir_knum },
+		{ "IR_CALLN", &ly->ir_call[0] }, { "IR_CALLA", &ly->ir_call[1] },
+		{ "IR_CALLL", &ly->ir_call[2] }, { "IR_CALLS", &ly->ir_call[3] },
+		{ "IR_CALLXS", &ly->ir_call[4] },
+		{ "BC_CALL", &ly->bc_call }, { "BC_CALLM", &ly->bc_callm },
+	};
+	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0)
+		return -1;
+	ly->k.T_snap = T_snap; ly->k.T_nsnap = T_nsnap; ly->k.T_spadjust = T_spadjust;
+	ly->k.T_mcloop = T_mcloop;
+	ly->k.snap_size = snap_size; ly->k.snap_mcofs = snap_mcofs;
+	return 0;
+}
+
 int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 {
 	long long L_glref, L_cframe, L_base, L_stack, L_stacksize, G_cur_L,
@@ -207,7 +239,8 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 		{ "VARNAME_FOR_STEP", &ly->vn_for[2] }, { "VARNAME_FOR_GEN", &ly->vn_for[3] },
 		{ "VARNAME_FOR_STATE", &ly->vn_for[4] }, { "VARNAME_FOR_CTL", &ly->vn_for[5] },
 	};
-	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0 || vm_layout(dw, ly) < 0)
+	if (offsets(dw, o, N(o)) < 0 || enums(dw, e, N(e)) < 0 || vm_layout(dw, ly) < 0 ||
+	    snapshots(dw, ly) < 0)
 		return -1;
 	if (!fr2 && (dw_offsetof(dw, "TValue", "fr.func", NULL, &fr_func) < 0 ||
 		     dw_offsetof(dw, "TValue", "fr.tp", NULL, &fr_tp) < 0))

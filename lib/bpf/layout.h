@@ -39,6 +39,11 @@ struct ljb_layout {
 	/* resty-memory: GC-managed bytes, the JIT's machine code, LuaJIT's
 	   allocator's segments (struct malloc_state's seg list) */
 	long long G_gc_total, J_szallmcarea, ms_seg, seg_base, seg_size, seg_next;
+	/* restoring a trace's inlined frames (lib/bpf/snapshot.c) */
+	long long T_snapmap, T_nsnapmap, T_ir, T_traceno, snap_mapofs, snap_nent,
+		  snap_ref, ir_size, ir_kgc, ir_knum, bc_call, bc_callm;
+	long long ir_call[5];	/* IR_CALLN, CALLA, CALLL, CALLS (side
+				   effects), CALLXS (an FFI call) */
 	const char *bc_name[LJB_MAX_BC];	/* BCOp by value, without "BC_" */
 	/* lj_bc_mode[] (dw_table_u16), nbc_mode entries */
 	uint16_t bc_mode[LJB_MAX_BC];

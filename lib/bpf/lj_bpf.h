@@ -25,6 +25,10 @@ struct ljb_cfg {
 	__u32 gct, ffid, cf_f, fl_pc, proto_size, pt_chunkname, pt_sizebc;
 	__u32 fr_func, fr_tp;		/* TValue fr.func / fr.tp (not FR2) */
 	__u32 T_gct, T_startpc, T_mcode, T_szmcode;
+	/* the trace's snapshots (GCtrace snap, nsnap; SnapShot mcofs and
+	   size) and its stack adjustment (spadjust): the snapshot a sample
+	   in a trace restores its inlined frames from (ljb_take) */
+	__u32 T_snap, T_nsnap, T_spadjust, T_mcloop, snap_size, snap_mcofs;
 	__s64 J_from_g;			/* GG_State: J - g */
 	__u32 J_sizetrace, J_trace, gcref;
 	__u32 frame_lua, frame_c, frame_cont, frame_varg;
@@ -65,6 +69,14 @@ struct ljb_frame {
 	__u32 flags;	/* LJB_PC_* | LJB_F_CALLER */
 };
 
+/* How a trace's snapshot was found (ljb_event sflags). */
+#define LJB_SNAP_CALL 1		/* from the return address of a call the
+				   trace makes: exact */
+#define LJB_SNAP_NEAR 2		/* from the PC in the trace's own code:
+				   the nearest snapshot before it */
+#define LJB_SNAP_LOOP 3		/* none: in a loop's body before its first
+				   snapshot (ev.snap 0) */
+
 /* How a walk ended. */
 enum { LJB_END_OK = 0, LJB_END_BROKEN = 1, LJB_END_TRUNC = 2 };
 
@@ -75,6 +87,15 @@ struct ljb_event {
 	__u64 id;
 	__u64 g, L, T;		/* T: the running trace's GCtrace, or 0 */
 	__u64 leaf;		/* start of the symbol the sampled PC lies in, or 0 */
+	__u64 mcode;		/* with T: its machine code (T->mcode), which
+				   user space checks is still T's */
+	__u32 snap;		/* with T: the snapshot that covers the sampled
+				   position in the trace, its index + 1, or 0 */
+	__u32 sflags;		/* LJB_SNAP_* */
+	__u32 tofs;		/* LJB_SNAP_CALL: the offset of the trace's
+				   call in its machine code (its return
+				   address - 1 - mcode) */
+	__u32 pad;
 	__s32 vmstate;
 	__u32 pid, nframes, end;
 	struct ljb_frame f[LJB_MAX_FRAMES];
@@ -106,6 +127,11 @@ enum {
 	LJB_N_COST, LJB_N_LOSTMAP, LJB_N_LOSTRB,
 	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX, LJB_N_F_EXIT,
 	LJB_N_EXIT, LJB_N_RECORD, LJB_N_OPT, LJB_N_ASM,	/* of LJB_N_VMOTHER */
+	/* samples in a trace (LJB_N_JIT): its snapshot found from a call's
+	   return address, from the PC in its code, or not found (a C
+	   function whose caller's return address is not in the trace, the
+	   VM's code) */
+	LJB_N_SNAP_CALL, LJB_N_SNAP_NEAR, LJB_N_SNAP_LOOP, LJB_N_SNAP_NONE,
 	/* the reads of the target's memory the samples made, their bytes,
 	   and how many samples made 0-3, 4-7, ... (LJB_RH buckets of 4,
 	   the last one: all above) */

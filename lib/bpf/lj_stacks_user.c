@@ -159,6 +159,14 @@ static void report(struct session *s)
 		"truncated at depth %ld, %llu inconsistent stacks (dropped)\n", name,
 		n[LJB_N_NOLUA], n[LJB_N_NOVM], skipped, n[LJB_N_DROPPED], t.truncated,
 		s->o->depth, t.broken);
+	if (n[LJB_N_JIT])
+		fprintf(stderr, "WARNING: %s: of the %llu samples in JIT code, %llu in a C "
+			"function the trace called, %llu in the trace's own code, %llu in a "
+			"loop's body before its first snapshot and %llu elsewhere (the last two "
+			"show the trace and its base frame only)\n", name, n[LJB_N_JIT],
+			n[LJB_N_SNAP_CALL], n[LJB_N_SNAP_NEAR], n[LJB_N_SNAP_LOOP],
+			n[LJB_N_SNAP_NONE]);
+	ljb_print_snaps(&s->c, &t, "samples");
 	t.lost += n[LJB_N_LOSTMAP] + n[LJB_N_LOSTRB];
 	if (t.lost)
 		fprintf(stderr, "WARNING: %s: %llu samples lost: more than %ld "

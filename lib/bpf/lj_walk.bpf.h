@@ -199,6 +199,16 @@ static __always_inline __u32 rd32(__u64 a, __u32 *f)
 	return v;
 }
 
+static __always_inline __u32 rd16(__u64 a, __u32 *f)
+{
+	__u16 v = 0;
+
+	tally(2);
+	if (bpf_probe_read_user(&v, 2, (void *)a))
+		*f = 1;
+	return v;
+}
+
 /* A GCRef/MRef: 64 or 32 bits. */
 static __always_inline __u64 rdref(__u64 a, __u32 *f)
 {
@@ -578,6 +588,51 @@ fault:
 }
 
 
+/*
+ * trace_snap - the snapshot of trace T that covers the machine-code
+ * offset OFS: the last one whose mcofs is at most OFS, the search
+ * lj_trace_unwind (lj_trace.c) makes to unwind a C function that a trace
+ * called.  Returns its index + 1 (its mcofs in *MCOFS), or 0; a fault
+ * sets *f.  At most 17 reads (nsnap < 65536).
+ */
+struct snapsearch {
+	__u64 snap, ofs;
+	__u32 lo, hi, mcofs, f;
+};
+
+static long snap_step(__u64 i, void *ctx)
+{
+	struct snapsearch *q = ctx;
+	__u32 mid, m;
+
+	if (q->lo >= q->hi || q->f)
+		return 1;
+	mid = (q->lo + q->hi) / 2;
+	m = rd16(q->snap + (__u64)mid * cfg.snap_size + cfg.snap_mcofs, &q->f);
+	if (q->ofs < m) {
+		q->hi = mid;
+	} else {
+		q->lo = mid + 1;
+		q->mcofs = m;	/* (of the answer: the last mid taken) */
+	}
+	return 0;
+}
+
+static __always_inline __u32 trace_snap(__u64 T, __u64 ofs, __u32 *mcofs, __u32 *f)
+{
+	struct snapsearch q = { rd64(T + cfg.T_snap, f), ofs, 0, rd16(T + cfg.T_nsnap, f), 0, 0 };
+
+	if (*f || !q.snap)
+		return 0;
+	bpf_loop(17, snap_step, &q, 0);
+	if (q.f) {
+		*f = 1;
+		return 0;
+	}
+	*mcofs = q.mcofs;
+	return q.lo;
+}
+
 /* What ljb_take() found (the program counts its events by it). */
 enum { LJB_R_LUA, LJB_R_NOLUA, LJB_R_NOVM, LJB_R_SKIPPED, LJB_R_DROPPED };
 
@@ -619,11 +674,12 @@ static __always_inline void count_state(__s32 vmstate)
  */
 static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 {
-	__u32 zero = 0, f = 0;
+	__u32 zero = 0, f = 0, sf = 0, sz = 0;
 	struct pt_regs *regs;
 	struct walk *w;
-	__u64 g, L, pc, T = 0, leaf = 0, base = 0;
+	__u64 g, L, pc, T = 0, leaf = 0, base = 0, mc = 0, tofs = 0;
 	__s32 vmstate, shown;
+	__u32 snap = 0, sflags = 0;
 	int vm = 0, nosym = 0;
 
 	*id = 0;
@@ -681,12 +737,15 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	}
 	w->h = cfg.lines;
 	if (T) {
-		__u64 mc = rd64(T + cfg.T_mcode, &f);
-		__u32 sz = rd32(T + cfg.T_szmcode, &f);
+		mc = rd64(T + cfg.T_mcode, &f);
+		sz = rd32(T + cfg.T_szmcode, &f);
 		if (f)
 			goto skip_read;
-		if (pc >= mc && pc < mc + sz)
-			pc = 0;	/* in the trace's own machine code */
+		if (pc >= mc && pc < mc + sz) {
+			tofs = pc - mc;	/* in the trace's own machine code */
+			sflags = LJB_SNAP_NEAR;
+			pc = 0;
+		}
 	}
 	/* (cfg.noleaf: the PC is a C function's entry, not the VM's) */
 	if (pc && !cfg.noleaf) {
@@ -734,8 +793,42 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	}
 	if (vmstate > 0) {
 		w->h = MIX(MIX(w->h, T), vmstate);
-		if (T)
+		if (T) {
 			w->h = MIX(w->h, rdref(T + cfg.T_startpc, &f));
+			if (!sflags && (cfg.noleaf || (pc && !vm && (leaf || !nosym)))) {
+				/* a C function the trace called (through
+				   others): the trace's call pushed its
+				   return address just below the trace's
+				   stack frame, which lies spadjust bytes
+				   below the 16 in which BC_JLOOP saved r12
+				   and r13 (vm_x64.dasc, POSIX), below the
+				   interpreter's C frame (L->cframe) */
+				__u64 cf = rd64(L + cfg.L_cframe, &sf) & ~3ULL;
+				__u64 ra = rd64(cf - 16 - rd16(T + cfg.T_spadjust, &sf) - 8, &sf);
+				if (!sf && ra > mc && ra <= mc + sz) {
+					tofs = ra - 1 - mc;	/* the call */
+					sflags = LJB_SNAP_CALL;
+				}
+			}
+			if (sflags) {
+				__u32 smc = 0, loop = rd32(T + cfg.T_mcloop, &sf);
+				snap = trace_snap(T, tofs, &smc, &sf);
+				if (snap && loop && tofs >= loop && smc < loop) {
+					/* in a loop's body, before its first
+					   snapshot (LuaJIT keeps one there only
+					   where a guard needs it): its frames
+					   are the loop's, not restorable */
+					snap = 0;
+					sflags = LJB_SNAP_LOOP;
+				}
+			}
+			if (!snap && sflags != LJB_SNAP_LOOP)
+				sflags = 0;
+			/* a call is named by its own site (user space
+			   picks the snapshot it returns to, when it can
+			   tell: lib/bpf/snapshot.c) */
+			w->h = MIX(MIX(w->h, snap), sflags == LJB_SNAP_CALL ? tofs + 1 : 0);
+		}
 		base = rdref(g + cfg.G_jit_base, &f);
 		if (!base || !base_ok(L, base, &f))
 			base = rdref(L + cfg.L_base, &f);
@@ -826,6 +919,10 @@ walk:
 			w->ev.L = L;
 			w->ev.T = T;
 			w->ev.leaf = leaf;
+			w->ev.mcode = mc;
+			w->ev.snap = snap;
+			w->ev.sflags = sflags;
+			w->ev.tofs = (__u32)tofs;
 			w->ev.vmstate = shown;
 			w->ev.pid = pid;
 			w->ev.nframes = n;
@@ -841,6 +938,10 @@ walk:
 	}
 	*id = w->h;
 	count_state(vmstate);
+	if (vmstate > 0)	/* (T is 0 in a trace's exit: "elsewhere") */
+		count(sflags == LJB_SNAP_CALL ? LJB_N_SNAP_CALL :
+		      sflags == LJB_SNAP_NEAR ? LJB_N_SNAP_NEAR :
+		      sflags == LJB_SNAP_LOOP ? LJB_N_SNAP_LOOP : LJB_N_SNAP_NONE, 1);
 	return LJB_R_LUA;
 skip_base:
 	count(LJB_N_F_BASE, 1);

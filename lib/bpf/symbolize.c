@@ -1,274 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/symbolize.c - see bpf/symbolize.h. */
 #include "bpf/symbolize.h"
+#include "bpf/snapshot.h"
 #include "base/error.h"
 #include "base/wrapper.h"
 #include "target/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <inttypes.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct fsym {
-	uint64_t start, end;
-	const char *name;	/* in the names arena */
-	int rank;		/* lower is preferred among aliases */
-};
-
-struct ljb_symtab {
-	struct fsym *f;		/* function symbols, sorted */
-	size_t nf;
-	struct fsym *d;		/* all named symbols (for ljb_symtab_addr) */
-	size_t nd;
-	struct ljb_sym *r;	/* the kernel's ranges */
-	struct strv names;
-	struct ljb_file *files;	/* the executable file mappings */
-	size_t nfiles;
-};
-
-/* The symbol names of LuaJIT's assembler VM (buildvm), as the tapset's
- * __lj_is_vm_sym. */
-static int is_vm_sym(const char *s)
-{
-	static const char *const pre[] = { "lj_BC_", "lj_ff_", "lj_fff_", "lj_vm_",
-					   "lj_vmeta", "lj_cont_" };
-	for (size_t i = 0; i < sizeof(pre) / sizeof(*pre); i++)
-		if (strncmp(s, pre[i], strlen(pre[i])) == 0)
-			return 1;
-	return 0;
-}
-
-/* Among aliases: global before local, fewer leading '_', shorter. */
-static int rank_of(const char *name, int bind)
-{
-	int u = 0;
-
-	while (name[u] == '_')
-		u++;
-	return (bind == STB_LOCAL ? 1 << 20 : 0) + (u << 12) + (int)strlen(name);
-}
-
-static int by_start(const void *a, const void *b)
-{
-	const struct fsym *x = a, *y = b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->rank - y->rank;
-}
-
-/* Adds the symbols of PATH, whose executable mapping [START, END) has
- * file offset OFF.  Unreadable files are skipped (their code has no names). */
-static void add_file(struct ljb_symtab *st, const char *path, uint64_t start, uint64_t end,
-		     uint64_t off)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e;
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	size_t nph;
-	int64_t bias = 0;
-	int found = 0;
-
-	if (fd < 0)
-		return;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) < 0)
-		goto out;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
-			bias = (int64_t)(start - (ph.p_vaddr + (off - ph.p_offset)));
-			found = 1;
-			break;
-		}
-	}
-	if (!found)
-		goto out;
-	st->files = xrealloc(st->files, (st->nfiles + 1) * sizeof(*st->files));
-	strv_add(&st->names, path);
-	st->files[st->nfiles++] = (struct ljb_file){ st->names.v[st->names.n - 1], start, end,
-						     (uint64_t)bias };
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			symtab = scn;
-		else if (sh.sh_type == SHT_DYNSYM)
-			dynsym = scn;
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		Elf_Scn *s = pass == 0 ? symtab : dynsym;
-		GElf_Shdr sh;
-		Elf_Data *data;
-		if (!s || !gelf_getshdr(s, &sh) || !(data = elf_getdata(s, NULL)) || !sh.sh_entsize)
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *name;
-			if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF)
-				continue;
-			name = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (!name || !*name)
-				continue;
-			int type = GELF_ST_TYPE(sym.st_info);
-			struct fsym f = { sym.st_value + bias, sym.st_value + bias + sym.st_size,
-					  NULL, rank_of(name, GELF_ST_BIND(sym.st_info)) };
-			strv_add(&st->names, name);
-			f.name = st->names.v[st->names.n - 1];
-			if (pass == 0 || !symtab) {
-				st->d = xrealloc(st->d, (st->nd + 1) * sizeof(*st->d));
-				st->d[st->nd++] = f;
-			}
-			if ((type == STT_FUNC || type == STT_GNU_IFUNC) && sym.st_size > 0) {
-				st->f = xrealloc(st->f, (st->nf + 1) * sizeof(*st->f));
-				st->f[st->nf++] = f;
-			}
-		}
-	}
-out:
-	if (e)
-		elf_end(e);
-	close(fd);
-}
-
-/* Sorts st->f, keeps one range per start (the preferred alias), clips
- * the ends to the next start and makes the kernel's ranges. */
-static void sort_ranges(struct ljb_symtab *st)
-{
-	size_t n = 0;
-
-	qsort(st->f, st->nf, sizeof(*st->f), by_start);
-	for (size_t i = 0; i < st->nf; i++) {
-		if (n && st->f[n - 1].start == st->f[i].start)
-			continue;
-		st->f[n++] = st->f[i];
-	}
-	st->nf = n > LJB_MAX_SYMS ? LJB_MAX_SYMS : n;
-	free(st->r);
-	st->r = xcalloc(st->nf ? st->nf : 1, sizeof(*st->r));
-	for (size_t i = 0; i < st->nf; i++) {
-		if (i + 1 < st->nf && st->f[i].end > st->f[i + 1].start)
-			st->f[i].end = st->f[i + 1].start;
-		st->r[i].start = st->f[i].start;
-		st->r[i].end = st->f[i].end | (is_vm_sym(st->f[i].name) ? LJB_SYM_VM : 0);
-	}
-}
-
-struct ljb_symtab *ljb_symtab_load(pid_t pid)
-{
-	char path[64], line[4096], file[4096], perm[8];
-	struct ljb_symtab *st = xcalloc(1, sizeof(*st));
-	struct strv seen = {0};
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f) {
-		error("cannot read '%s': %s", path, strerror(errno));
-		free(st);
-		return NULL;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		file[0] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095[^\n]", &lo, &hi, perm, &off, file) < 4)
-			continue;
-		if (!strchr(perm, 'x') || file[0] != '/' || strv_find(&seen, file) >= 0)
-			continue;
-		strv_add(&seen, file);
-		/* in a container: the process's file, not ours of that name */
-		char *host;
-		if (proc_file(pid, file, &host) < 0) {
-			fclose(f);
-			strv_free(&seen);
-			ljb_symtab_free(st);
-			return NULL;
-		}
-		add_file(st, host, lo, hi, off);
-		free(host);
-	}
-	fclose(f);
-	strv_free(&seen);
-	sort_ranges(st);
-	return st;
-}
-
-void ljb_symtab_add(struct ljb_symtab *st, uint64_t start, uint64_t end, const char *name)
-{
-	struct fsym f = { start, end, NULL, 1 << 30 };	/* a real symbol wins */
-
-	strv_add(&st->names, name);
-	f.name = st->names.v[st->names.n - 1];
-	st->f = xrealloc(st->f, (st->nf + 1) * sizeof(*st->f));
-	st->f[st->nf++] = f;
-	sort_ranges(st);
-}
-
-const struct ljb_file *ljb_symtab_file(const struct ljb_symtab *st, uint64_t addr)
-{
-	for (size_t i = 0; i < st->nfiles; i++)
-		if (addr >= st->files[i].lo && addr < st->files[i].hi)
-			return &st->files[i];
-	return NULL;
-}
-
-const struct ljb_file *ljb_symtab_files(const struct ljb_symtab *st, size_t *n)
-{
-	*n = st->nfiles;
-	return st->files;
-}
-
-void ljb_symtab_free(struct ljb_symtab *st)
-{
-	if (!st)
-		return;
-	free(st->f);
-	free(st->d);
-	free(st->r);
-	free(st->files);
-	strv_free(&st->names);
-	free(st);
-}
-
-const struct ljb_sym *ljb_symtab_ranges(const struct ljb_symtab *st, size_t *n)
-{
-	*n = st->nf;
-	return st->r;
-}
-
-uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name)
-{
-	for (size_t i = 0; i < st->nd; i++)
-		if (strcmp(st->d[i].name, name) == 0)
-			return st->d[i].start;
-	return 0;
-}
-
-const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr)
-{
-	size_t lo = 0, hi = st->nf;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (addr < st->f[mid].start)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	if (lo == 0 || addr >= st->f[lo - 1].end)
-		return NULL;
-	return st->f[lo - 1].name;
-}
 
 /* ------------------------------------------------------------------ */
 /* The target's memory.                                                */
@@ -715,6 +459,74 @@ static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_
 	return -1;
 }
 
+#define LJB_GCT_CDATA 10	/* ~LJ_TCDATA */
+#define LJB_GCT_UDATA 12	/* ~LJ_TUDATA */
+
+/* The TValue (its address; read now) that function FN (prototype PT)
+ * loaded into SLOT before the instruction at IP, going back through
+ * MOVs: an upvalue (UGET), a global (GGET), or a string-keyed field
+ * (TGETS) of such a table; *UD is set, and 0 returned, for a field of a
+ * userdata (an FFI namespace: ffi.C, ffi.load's library).  0 when not
+ * known. */
+static uint64_t loaded(struct rctx *c, uint64_t fn, uint64_t pt, uint64_t ip, long slot,
+		       int depth, int *ud)
+{
+	const struct ljb_layout *ly = c->ly;
+	uint64_t bc = proto_bc(c, pt), str, tv;
+
+	for (int n = 0; n < 2000 && !c->bad; n++) {
+		ip -= 4;
+		if (ip < bc)
+			return 0;
+		uint32_t ins = R32(c, ip);
+		long op = ins & 0xff, ra = (ins >> 8) & 0xff, ma = bcmode_of(ly, op) & 7;
+		if (ma == ly->bcm_base) {
+			if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
+				return 0;
+			continue;
+		}
+		if (ma != ly->bcm_dst || ra != slot)
+			continue;
+		if (op == ly->bc_mov) {
+			slot = ins >> 16;
+		} else if (op == ly->bc_uget) {
+			uint64_t uv = REF(c, fn + ly->fl_uvptr + (ins >> 16) * ly->k.gcref);
+			return uv ? REF(c, uv + ly->uv_v) : 0;
+		} else if (op == ly->bc_gget) {
+			str = kgc_str(c, pt, ins >> 16);
+			return str ? tab_getstr(c, REF(c, fn + ly->fl_env), str) : 0;
+		} else if (op == ly->bc_tgets && depth < 4) {
+			str = kgc_str(c, pt, (ins >> 16) & 0xff);
+			tv = loaded(c, fn, pt, ip, ins >> 24, depth + 1, ud);
+			if (!str || !tv)
+				return 0;
+			if (tv_itype(c, tv) == -1 - LJB_GCT_UDATA) {
+				*ud = 1;
+				return 0;
+			}
+			return tv_itype(c, tv) == -1 - LJB_GCT_TAB ? tab_getstr(c, GCV(c, tv), str) : 0;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Whether the call instruction at IP of Lua function FN calls a C
+ * function through the FFI: the value it calls is a cdata, or a field of
+ * an FFI namespace (bpf/snapshot.h's ljb_ffi_call). */
+static int ffi_call(void *ctx, uint64_t fn, uint64_t ip)
+{
+	struct rctx cc = *(struct rctx *)ctx, *c = &cc;
+	uint64_t pt = REF(c, fn + c->ly->k.fl_pc) - c->ly->k.proto_size, tv;
+	int ud = 0;
+
+	if (c->bad)
+		return 0;
+	tv = loaded(c, fn, pt, ip, (R32(c, ip) >> 8) & 0xff, 0, &ud);
+	return !c->bad && (ud || (tv && tv_itype(c, tv) == -1 - LJB_GCT_CDATA));
+}
+
 /* luajit_debug_funcname of frame f (callee) whose caller is frame cf. */
 static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct ljb_frame *f,
 		    const struct ljb_frame *cf, char *b, size_t max)
@@ -767,20 +579,56 @@ static void csym(struct rctx *c, uint64_t addr, struct buf *out)
 		buf_addf(out, "0x%" PRIx64, addr);
 }
 
+/* The frames of EV to print, innermost first, into *FS (N; the cut
+ * frame's caller at index N when EV was cut at depth): with a trace's
+ * snapshot, the frames it inlined (bpf/snapshot.h) above its base frame,
+ * which gets the snapshot's position; *FS is EV's own frames when there
+ * is none.  *WHY: LJB_SNAP_*, or -1 without a snapshot. */
+static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb_frame *buf,
+			  const struct ljb_frame **fs, int *why)
+{
+	uint32_t n = ev->nframes > LJB_MAX_FRAMES ? LJB_MAX_FRAMES : ev->nframes;
+	uint32_t m = n + (ev->end == LJB_END_TRUNC && n < LJB_MAX_FRAMES);
+	uint64_t basepc;
+	int k;
+
+	*fs = ev->f;
+	*why = -1;
+	if (ev->vmstate <= 0 || !ev->snap || !n)
+		return n;
+	k = ljb_snap_restore(ev, c->ly, c->st, ffi_call, c, buf, LJB_MAX_FRAMES, &basepc, why);
+	if (k < 0)
+		return n;
+	memcpy(buf + k, ev->f, m * sizeof(*buf));
+	buf[k].pc = basepc;
+	buf[k].flags = (buf[k].flags & ~3u) | LJB_PC_INS;
+	*fs = buf;
+	return n + k;
+}
+
 int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		   const struct ljb_symtab *st, const struct ljb_textopts *o,
-		   struct buf *out, int *unsure)
+		   struct buf *out, struct ljb_textres *res)
 {
 	struct rctx c = { ev->pid, ly, st, 0, 0 };
 	char name[256];
-	uint32_t n = ev->nframes > LJB_MAX_FRAMES ? LJB_MAX_FRAMES : ev->nframes;
+	static struct ljb_frame buf[2 * LJB_MAX_FRAMES + 1];
+	const struct ljb_frame *fs;
+	int why;
+	uint32_t n = frames_of(ev, &c, buf, &fs, &why), all = n;
+	int cut = ev->end == LJB_END_TRUNC;
 	long toppos = -1;
+
+	if (ly->k.depth && n > ly->k.depth) {
+		n = ly->k.depth;	/* (frames a trace inlined made it deeper) */
+		cut = 1;
+	}
 
 	if (ev->leaf) {
 		const char *s = ljb_symtab_name(st, ev->leaf);
 		/* a C function on top of the Lua stack is the leaf itself */
-		if (!(ev->vmstate <= 0 && n && ev->f[0].ffid == 1 &&
-		      ljb_symtab_name(st, ev->f[0].key) == s && s)) {
+		if (!(ev->vmstate <= 0 && n && fs[0].ffid == 1 &&
+		      ljb_symtab_name(st, fs[0].key) == s && s)) {
 			csym(&c, ev->leaf, out);
 			buf_addc(out, '\n');
 		}
@@ -794,15 +642,15 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 			buf_addc(out, ':');
 			chunkname(&c, pt, o->fullpath, out);
 			buf_addf(out, ":%ld", debug_line(&c, pt, pos));
-			if (n && ev->f[0].ffid == 0 && ev->f[0].key == pt)
-				toppos = pos;
+			if (fs == ev->f && n && fs[0].ffid == 0 && fs[0].key == pt)
+				toppos = pos;	/* no snapshot: the trace's start */
 		}
 		buf_addc(out, '\n');
 	}
 	for (uint32_t i = 0; i < n && !c.bad; i++) {
-		const struct ljb_frame *f = &ev->f[i], *cf = i + 1 < n ? &ev->f[i + 1] : NULL;
-		if (i + 1 == n && ev->end == LJB_END_TRUNC && n < LJB_MAX_FRAMES)
-			cf = &ev->f[n];	/* the cut frame's caller */
+		const struct ljb_frame *f = &fs[i], *cf = i + 1 < n ? &fs[i + 1] : NULL;
+		if (i + 1 == n && cut && (n < all || ev->nframes < LJB_MAX_FRAMES))
+			cf = &fs[n];	/* the cut frame's caller */
 		if (f->ffid == LJB_FFID_RESUME) {
 			buf_adds(out, "[resume]");
 		} else if (f->ffid == 1) {
@@ -818,7 +666,8 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 			uint64_t pt = f->key;
 			long first = (int32_t)R32(&c, pt + ly->pt_firstline);
 			if (o->lines) {
-				long pos = i == 0 && ev->vmstate > 0 ? toppos : frame_pos(&c, f);
+				long pos = i == 0 && ev->vmstate > 0 && fs == ev->f ? toppos
+										     : frame_pos(&c, f);
 				long line = pos >= 0 ? debug_line(&c, pt, pos) : -1;
 				if (line >= 0) {
 					chunkname(&c, pt, o->fullpath, out);
@@ -837,9 +686,9 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		}
 		buf_addc(out, '\n');
 	}
-	if (ev->end == LJB_END_TRUNC)
+	if (cut)
 		buf_adds(out, "[truncated]\n");
-	if (unsure)
-		*unsure = c.unsure;
+	if (res)
+		*res = (struct ljb_textres){ c.unsure, why, cut };
 	return c.bad ? -1 : 0;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bpf/symbolize.h - user space of the eBPF backend: the native symbols of
- * a target process (ELF symbol tables of its mapped objects), its memory
- * (/proc/PID/mem), and the text of a stack the kernel side sent as raw
- * frames (struct ljb_event), with the tapset's rules (tapset/luajit.sxx):
- * chunk names, caller-derived function names, lines, traces, C symbols.
+ * bpf/symbolize.h - user space of the eBPF backend: a target process's
+ * memory (/proc/PID/mem), and the text of a stack the kernel side sent as
+ * raw frames (struct ljb_event), with the tapset's rules
+ * (tapset/luajit.sxx): chunk names, caller-derived function names, lines,
+ * traces (the frames they inlined: bpf/snapshot.h), C symbols (from
+ * bpf/symtab.h, which this includes).
  */
 #ifndef STAPXX_BPF_SYMBOLIZE_H
 #define STAPXX_BPF_SYMBOLIZE_H
@@ -15,41 +16,7 @@
 
 #include "base/strbuf.h"
 #include "bpf/layout.h"
-
-struct ljb_symtab;
-
-/*
- * ljb_symtab_load - the function symbols (with a size) of every
- * executable file mapping of PID, at their run-time addresses, sorted and
- * without overlaps.  Symbols of LuaJIT's assembler VM (lj_BC_*, lj_vm_*,
- * lj_ff_*, ...) are marked.  Returns a table (free with ljb_symtab_free()),
- * or NULL after error().
- */
-struct ljb_symtab *ljb_symtab_load(pid_t pid);
-void ljb_symtab_free(struct ljb_symtab *st);
-
-/* The sorted ranges for the kernel's syms map: *n entries, owned by ST. */
-const struct ljb_sym *ljb_symtab_ranges(const struct ljb_symtab *st, size_t *n);
-
-/*
- * ljb_symtab_add - adds the function range [START, END) named NAME
- * (copied) where the table has no symbol (a symbol at START wins), for a
- * target without symbols (lib/bpf/vm.c).  Names of LuaJIT's assembler VM
- * (lj_BC_*, lj_vm_*) mark the range as the VM's.  The kernel's ranges
- * (ljb_symtab_ranges) are rebuilt.
- */
-void ljb_symtab_add(struct ljb_symtab *st, uint64_t start, uint64_t end, const char *name);
-
-/* An executable file mapping of the process: run-time [lo, hi), and the
- * bias (run-time address minus the ELF address) of its file. */
-struct ljb_file {
-	const char *path;	/* owned by the table */
-	uint64_t lo, hi, bias;
-};
-
-/* The file mapping holding ADDR, NULL if none; all of them (*n). */
-const struct ljb_file *ljb_symtab_file(const struct ljb_symtab *st, uint64_t addr);
-const struct ljb_file *ljb_symtab_files(const struct ljb_symtab *st, size_t *n);
+#include "bpf/symtab.h"
 
 /* Reads N bytes at ADDR of PID's memory into BUF; 0, or -1.  Only pages
  * present in PID's page tables are read (pagemap): a read of one the
@@ -66,12 +33,6 @@ int ljb_present(pid_t pid, uint64_t addr, size_t n);
  * another PID closes the last one's).  0, or -1. */
 int ljb_read_open(pid_t pid);
 
-/* The address of the symbol NAME (any type), 0 if none. */
-uint64_t ljb_symtab_addr(const struct ljb_symtab *st, const char *name);
-
-/* The name of the symbol whose range holds ADDR, NULL if none (owned by
- * ST). */
-const char *ljb_symtab_name(const struct ljb_symtab *st, uint64_t addr);
 
 /*
  * ljb_find_G - the global_State of PID's LuaJIT VM from symbols: the
@@ -88,19 +49,32 @@ struct ljb_textopts {
 	int lines, fullpath;
 };
 
+/* What ljb_stack_text found besides the text. */
+struct ljb_textres {
+	int unsure;	/* a function's name was left out because the global
+			   or upvalue that names it no longer held it when
+			   read: the sample may have seen it there (the
+			   caller's closure freed since, the value changed),
+			   so a later sample of the stack may name it */
+	int snapwhy;	/* in a trace: LJB_SNAP_OK when the frames it
+			   inlined are shown exact, else how or why not
+			   (LJB_SNAP_*); -1 when the sample has no snapshot */
+	int cut;	/* cut at depth (by the kernel, or here, where the
+			   frames a trace inlined made it deeper) */
+};
+
 /*
  * ljb_stack_text - the text of the stack EV (frames innermost first, one
  * per line, each ending in '\n'; "[truncated]" last when cut at depth),
- * appended to OUT.  Reads the target's memory now.  Sets *UNSURE (unless
- * NULL) to 1 when a function's name was left out because the global or
- * upvalue that names it no longer held it when read: the sample may have
- * seen it there (the caller's closure freed since, the value changed), so
- * a later sample of the stack may name it; to 0 otherwise.  Returns 0, or
+ * appended to OUT.  Reads the target's memory now.  A stack in a trace
+ * shows the frames the trace inlined, from the snapshot the sample found
+ * (bpf/snapshot.h), above its base frame, within the depth.  Fills *RES
+ * (unless NULL).  Returns 0, or
  * -1 when the target's memory could not be read (OUT is then undefined).
  */
 int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		   const struct ljb_symtab *st, const struct ljb_textopts *o,
-		   struct buf *out, int *unsure);
+		   struct buf *out, struct ljb_textres *res);
 
 /* Appends S (N bytes) as a frame text: ';' as ',', control bytes as \t,
  * \n, \r or \xHH; bytes >= 0x80 unchanged. */

@@ -189,7 +189,7 @@ static size_t add(struct ljb_symtab *st, uint64_t lo, uint64_t hi, const char *n
 
 	if (lo >= hi)
 		return 0;
-	if ((sym = ljb_symtab_name(st, lo))) {
+	if (ljb_symtab_named(st, lo) && (sym = ljb_symtab_name(st, lo))) {
 		if (strcmp(name, LJB_VM_UNNAMED) != 0 && strcmp(sym, name) != 0 &&
 		    !bad->n++)
 			snprintf(bad->first, sizeof(bad->first), "%s at %s", name, sym);

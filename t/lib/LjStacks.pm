@@ -271,6 +271,11 @@ use Stats ();
 use VM ();
 
 # The seed app's split (test.lua): foo calls heavy() twice, bar once.
+# A native frame: a symbol (C:lj_BC_CALL, C:__sqrt_finite@GLIBC_2.15),
+# a function only its FDE knows in a file without symbols, as FILE+0xADDR
+# (eBPF: C:libc.so.6+0x16e040), or an address (SystemTap: C:0x7f...).
+our $C_FRAME = qr/C:[\w.\@-]+(?:\+0x[0-9a-f]+)?/;
+
 our $FOO = 2 / 3;
 
 sub seed_samples {
@@ -330,7 +335,7 @@ sub check_seed {
 	}
 	my @garbage;
 	for my $s (@{ $p->{stacks} }) {
-		push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
+		push @garbage, grep { !/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(nginx\.conf:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|$C_FRAME|builtin(?::\w+|#\d+))$/ } @{ $s->{frames} };
 	}
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
 	if (!$o{lines}) {
@@ -447,7 +452,7 @@ sub check_edge {
 	my $tt  = line_of($app, qr/local function tail_target\(\)/);
 	Test::More::is_deeply(bad($p, $name), [], "$name: well-formed output");
 	Test::More::cmp_ok($p->{total}, '>=', 500, "$name: at least 500 Lua samples");
-	my $frame_re = qr/^(?:edge\.lua(?::\w+)?|trace#\d+:edge\.lua:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|\[resume\]|\[truncated\])$/;
+	my $frame_re = qr/^(?:edge\.lua(?::\w+)?|trace#\d+:edge\.lua:\d+|$C_FRAME|builtin(?::\w+|#\d+)|\[resume\]|\[truncated\])$/;
 	my @garbage;
 	for my $s (@{ $p->{stacks} }) {
 		push @garbage, grep { $_ !~ $frame_re } @{ $s->{frames} };

@@ -393,7 +393,7 @@ sub _overrun_bias { my ($o) = @_; return abs(100 * (2 / 3 - (20 + $o) / (30 + 2 
 sub check_yield {
 	my ($name, $o, $reqs, $claim, $conf, %opt) = @_;
 	$conf //= 'wait.conf';
-	my $ngx_frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(\Q$conf\E:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+))$/;
+	my $ngx_frame_re = qr/^(?:[\w-]+\.lua(?::\w+)?|content_by_lua\(\Q$conf\E:\d+\)(?::\d+)?|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+))$/;
 	my $p = parse($o, 'ngx-lua-yield');
 	my $w = $p->{wait};
 	my $acct = acct($o);

@@ -71,7 +71,7 @@ sub check {
 	Test::More::ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0),
 	               "$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?') . ')')
 		or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
-	my $frame_re = qr/^(?:[\w.-]+\.lua(?::\w+)?|\Q$chunk\E|trace#\d+:\S+:\d+|C:[\w.\@]+|builtin(?::\w+|#\d+)|\[resume\])$/;
+	my $frame_re = qr/^(?:[\w.-]+\.lua(?::\w+)?|\Q$chunk\E|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+)|\[resume\])$/;
 	my @garbage = grep { $_ !~ $frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
 	my %want = (
