@@ -881,9 +881,9 @@ void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const 
 				  "constant of the trace)",
 	};
 	if (t->nosnap[LJB_SNAP_APPROX])
-		fprintf(stderr, "WARNING: %s: %llu %s in traces show the frames of the nearest "
-			"snapshot before their position: LuaJIT keeps a trace's frames only at "
-			"its snapshots, and the code after one may run in frames entered since "
+		fprintf(stderr, "WARNING: %s: %llu %s in traces show only the frames that the "
+			"snapshots around their position both hold: LuaJIT keeps a trace's frames "
+			"only at its snapshots, so the frames it inlined in between are not known "
 			"(docs/lj-lua-stacks.md, \"Inside traces\")\n", c->t.name,
 			t->nosnap[LJB_SNAP_APPROX], unit);
 	for (int i = LJB_SNAP_APPROX + 1; i < LJB_SNAP_NWHY; i++)

@@ -227,6 +227,7 @@ static void report(struct session *s)
 		fprintf(stderr, "WARNING: %s: limit hit: %llu bytes of stacks beyond the first %ld "
 			"distinct ones are not printed; --arg maxstacks=N raises it\n", name, t.lost,
 			nkeys);
+	ljb_print_snaps(&s->c, &t, "bytes");
 	{
 		struct { const char *why; unsigned long long n; } f[] = {
 			{ "before the VM was found", n[LJB_N_NOVM] },

@@ -71,9 +71,11 @@ struct ljb_frame {
 
 /* How a trace's snapshot was found (ljb_event sflags). */
 #define LJB_SNAP_CALL 1		/* from the return address of a call the
-				   trace makes: exact */
+				   trace makes (user space sees whether the
+				   snapshot after it is the call's: exact) */
 #define LJB_SNAP_NEAR 2		/* from the PC in the trace's own code:
-				   the nearest snapshot before it */
+				   the snapshot before it (user space also
+				   reads the one after) */
 #define LJB_SNAP_LOOP 3		/* none: in a loop's body before its first
 				   snapshot (ev.snap 0) */
 

@@ -278,7 +278,7 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 {
 	const struct ljb_cfg *k = &ly->k;
 	struct rd r = { (pid_t)ev->pid, 0 };
-	uint64_t T = ev->T, pc, apc, cins = 0;
+	uint64_t T = ev->T, pc, apc, cins = 0, top = 0;
 	uint32_t idx = ev->snap - 1;
 	struct tsnap ts;
 	static struct sframe fr[LJB_MAX_SFRAMES], afr[LJB_MAX_SFRAMES];
@@ -315,26 +315,48 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 			pc = cins;	/* (the call's instruction) */
 		}
 	}
+	if (after) {
+		top = cins + 4;	/* at the call (as after the interpreter's fetch) */
+	} else {
+		/* Between two snapshots: only the frames both hold, which the
+		   trace cannot have left and entered again in between (its
+		   code has no loop but the root trace's, whose body's
+		   snapshots are copies within one iteration); the innermost
+		   of them at the call of the next frame where both agree on
+		   it, else at no known position.  After the last snapshot,
+		   where the trace may still return: none. */
+		struct rd r2 = r;
+		uint64_t bpc = 0;
+		int m = 0;
+		if (idx + 1 < ts.nsnap &&
+		    snap_frames(&r2, ly, &ts, idx + 1, afr, &an, &bpc, &awhy) == 0) {
+			while (m < n && m < an && fr[m].fn == afr[m].fn && fr[m].link == afr[m].link)
+				m++;
+			if (m < n && m < an && fr[m].link == afr[m].link)
+				top = fr[m].link;
+			else if (m == n && m == an && pc == bpc)
+				top = pc + 4;
+		}
+		n = m;
+	}
 	/* innermost first: each frame executes at the link of the frame
-	   above it (the instruction after its call), the innermost at the
-	   snapshot's PC (an instruction not yet run), or at the call (+ 4:
-	   as after the interpreter's fetch) */
-	pc += 4;
+	   above it (the instruction after its call), the innermost at TOP
+	   (0: not known, no line) */
 	for (int i = n - 1; i >= 0 && nout < max; i--) {
 		uint64_t fn = fr[i].fn;
 		uint64_t fpc = k->gc64 ? rd(&r, fn + k->fl_pc, 8) : rd(&r, fn + k->fl_pc, 4);
 		uint32_t gf = (uint32_t)rd(&r, fn + k->gct, 2);
+		uint64_t at = i == n - 1 ? top : fr[i + 1].link;
 		if (r.bad || (gf & 0xff) != 8 || (gf >> 8) != 0 || !fpc) {
 			*why = r.bad ? LJB_SNAP_UNREAD : LJB_SNAP_KIND;
 			return -1;	/* (a Lua function: ~LJ_TFUNC, ffid 0) */
 		}
 		out[nout++] = (struct ljb_frame){
-			.fn = fn, .key = fpc - k->proto_size,
-			.pc = i == n - 1 ? pc : fr[i + 1].link,
-			.ffid = 0, .flags = LJB_PC_INS | LJB_F_CALLER,
+			.fn = fn, .key = fpc - k->proto_size, .pc = at, .ffid = 0,
+			.flags = (at ? LJB_PC_INS : LJB_PC_NONE) | LJB_F_CALLER,
 		};
 	}
-	*basepc = n ? fr[0].link : pc;
+	*basepc = n ? fr[0].link : top;
 	*why = after ? LJB_SNAP_OK : LJB_SNAP_APPROX;
 	return nout;
 }

@@ -16,9 +16,9 @@
 /* Why a snapshot's frames were not restored (ljb_snap_restore). */
 enum {
 	LJB_SNAP_OK,
-	LJB_SNAP_APPROX,	/* restored from the nearest snapshot before the
-				   sampled position: the trace may have entered
-				   frames since, that LuaJIT did not snapshot */
+	LJB_SNAP_APPROX,	/* between two snapshots: only the frames both
+				   hold (those the trace entered in between have
+				   no snapshot) */
 	LJB_SNAP_STALE,		/* the trace was flushed or replaced before
 				   user space read it */
 	LJB_SNAP_UNREAD,	/* its memory could not be read */
@@ -49,11 +49,15 @@ enum {
  * LuaJIT merged into a later one, when no guard came between, is then
  * at another instruction); its frames are then exact (*WHY
  * LJB_SNAP_OK) and the innermost one is at that call.  Else, and in the
- * trace's own code, the nearest snapshot before the position
- * (LJB_SNAP_APPROX).
+ * trace's own code, only the frames that both snapshots around the
+ * position hold (LJB_SNAP_APPROX: the frames the trace entered between
+ * them are not known), the innermost of them at no known position (its
+ * pc 0, LJB_PC_NONE) unless both snapshots agree on it; none after the
+ * last snapshot.  *BASEPC is 0 when the base frame's position is not
+ * known.
  *
- * Returns the number of frames (0: the snapshot is in the base frame) with
- * *WHY LJB_SNAP_OK or LJB_SNAP_APPROX, or -1 with *WHY why not.
+ * Returns the number of frames (0: none above the base frame) with *WHY
+ * LJB_SNAP_OK or LJB_SNAP_APPROX, or -1 with *WHY why not.
  */
 int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 		     const struct ljb_symtab *st, int (*ffi_call)(void *, uint64_t, uint64_t),

@@ -581,11 +581,12 @@ static void csym(struct rctx *c, uint64_t addr, struct buf *out)
 
 /* The frames of EV to print, innermost first, into *FS (N; the cut
  * frame's caller at index N when EV was cut at depth): with a trace's
- * snapshot, the frames it inlined (bpf/snapshot.h) above its base frame,
- * which gets the snapshot's position; *FS is EV's own frames when there
- * is none.  *WHY: LJB_SNAP_*, or -1 without a snapshot. */
+ * snapshot, the frames it inlined (bpf/snapshot.h) above its base frame
+ * (at index *BASE), which gets the snapshot's position where it is
+ * known; *FS is EV's own frames when there is none.  *WHY: LJB_SNAP_*,
+ * or -1 without a snapshot. */
 static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb_frame *buf,
-			  const struct ljb_frame **fs, int *why)
+			  const struct ljb_frame **fs, uint32_t *base, int *why)
 {
 	uint32_t n = ev->nframes > LJB_MAX_FRAMES ? LJB_MAX_FRAMES : ev->nframes;
 	uint32_t m = n + (ev->end == LJB_END_TRUNC && n < LJB_MAX_FRAMES);
@@ -593,6 +594,7 @@ static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb
 	int k;
 
 	*fs = ev->f;
+	*base = 0;
 	*why = -1;
 	if (ev->vmstate <= 0 || !ev->snap || !n)
 		return n;
@@ -600,9 +602,12 @@ static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb
 	if (k < 0)
 		return n;
 	memcpy(buf + k, ev->f, m * sizeof(*buf));
-	buf[k].pc = basepc;
-	buf[k].flags = (buf[k].flags & ~3u) | LJB_PC_INS;
+	if (basepc) {
+		buf[k].pc = basepc;
+		buf[k].flags = (buf[k].flags & ~3u) | LJB_PC_INS;
+	}
 	*fs = buf;
+	*base = k;
 	return n + k;
 }
 
@@ -615,7 +620,7 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 	static struct ljb_frame buf[2 * LJB_MAX_FRAMES + 1];
 	const struct ljb_frame *fs;
 	int why;
-	uint32_t n = frames_of(ev, &c, buf, &fs, &why), all = n;
+	uint32_t kb, n = frames_of(ev, &c, buf, &fs, &kb, &why), all = n;
 	int cut = ev->end == LJB_END_TRUNC;
 	long toppos = -1;
 
@@ -642,8 +647,10 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 			buf_addc(out, ':');
 			chunkname(&c, pt, o->fullpath, out);
 			buf_addf(out, ":%ld", debug_line(&c, pt, pos));
-			if (fs == ev->f && n && fs[0].ffid == 0 && fs[0].key == pt)
-				toppos = pos;	/* no snapshot: the trace's start */
+			if (kb < n && fs[kb].ffid == 0 && fs[kb].key == pt &&
+			    (fs[kb].flags & 3) != LJB_PC_INS)
+				toppos = pos;	/* its base frame's position is not
+						   known: the trace's start */
 		}
 		buf_addc(out, '\n');
 	}
@@ -666,8 +673,8 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 			uint64_t pt = f->key;
 			long first = (int32_t)R32(&c, pt + ly->pt_firstline);
 			if (o->lines) {
-				long pos = i == 0 && ev->vmstate > 0 && fs == ev->f ? toppos
-										     : frame_pos(&c, f);
+				long pos = i == kb && ev->vmstate > 0 && (f->flags & 3) != LJB_PC_INS
+						   ? toppos : frame_pos(&c, f);
 				long line = pos >= 0 ? debug_line(&c, pt, pos) : -1;
 				if (line >= 0) {
 					chunkname(&c, pt, o->fullpath, out);
