@@ -98,6 +98,7 @@ struct ljb_event {
 				   call in its machine code (its return
 				   address - 1 - mcode) */
 	__u32 pad;
+	__u64 startpc;		/* with T: T->startpc (also checked) */
 	__s32 vmstate;
 	__u32 pid, nframes, end;
 	struct ljb_frame f[LJB_MAX_FRAMES];
@@ -130,9 +131,10 @@ enum {
 	LJB_N_F_READ, LJB_N_F_NOSYM, LJB_N_F_BASE, LJB_N_F_NGX, LJB_N_F_EXIT,
 	LJB_N_EXIT, LJB_N_RECORD, LJB_N_OPT, LJB_N_ASM,	/* of LJB_N_VMOTHER */
 	/* samples in a trace (LJB_N_JIT): its snapshot found from a call's
-	   return address, from the PC in its code, or not found (a C
-	   function whose caller's return address is not in the trace, the
-	   VM's code) */
+	   return address, from the PC in its code, none in a loop's body
+	   before its first snapshot, none elsewhere (a C function whose
+	   caller's return address is not in the trace, the VM's code, the
+	   trace's exit) */
 	LJB_N_SNAP_CALL, LJB_N_SNAP_NEAR, LJB_N_SNAP_LOOP, LJB_N_SNAP_NONE,
 	/* the reads of the target's memory the samples made, their bytes,
 	   and how many samples made 0-3, 4-7, ... (LJB_RH buckets of 4,

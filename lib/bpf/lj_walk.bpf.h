@@ -677,7 +677,7 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	__u32 zero = 0, f = 0, sf = 0, sz = 0;
 	struct pt_regs *regs;
 	struct walk *w;
-	__u64 g, L, pc, T = 0, leaf = 0, base = 0, mc = 0, tofs = 0;
+	__u64 g, L, pc, T = 0, leaf = 0, base = 0, mc = 0, tofs = 0, spc = 0;
 	__s32 vmstate, shown;
 	__u32 snap = 0, sflags = 0;
 	int vm = 0, nosym = 0;
@@ -794,7 +794,8 @@ static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
 	if (vmstate > 0) {
 		w->h = MIX(MIX(w->h, T), vmstate);
 		if (T) {
-			w->h = MIX(w->h, rdref(T + cfg.T_startpc, &f));
+			spc = rdref(T + cfg.T_startpc, &f);
+			w->h = MIX(w->h, spc);
 			if (!sflags && (cfg.noleaf || (pc && !vm && (leaf || !nosym)))) {
 				/* a C function the trace called (through
 				   others): the trace's call pushed its
@@ -923,6 +924,7 @@ walk:
 			w->ev.snap = snap;
 			w->ev.sflags = sflags;
 			w->ev.tofs = (__u32)tofs;
+			w->ev.startpc = spc;
 			w->ev.vmstate = shown;
 			w->ev.pid = pid;
 			w->ev.nframes = n;

@@ -53,19 +53,21 @@ struct sframe {
 	uint64_t fn, link;
 };
 
-#define LJB_MAX_REGION 4096
-#define LJB_MAX_SFRAMES 256	/* frames a snapshot holds (< 256 slots) */	/* IR instructions read between two snapshots */
+#define LJB_MAX_REGION 4096	/* IR instructions read between two snapshots */
+#define LJB_MAX_SFRAMES 256	/* frames a snapshot holds (< 256 slots) */
 
-/* Whether the trace's call at machine-code offset ev->tofs is the one
- * snapshot IDX + 1 follows (ljb_snap_restore): SA is snapshot IDX's
- * address, of NSNAP; its PC in *PC. */
+/* Whether the trace's call at machine-code offset ev->tofs may be the
+ * one snapshot IDX + 1 follows (ljb_snap_restore): the IR between
+ * snapshots IDX (at SA, of NSNAP) and IDX + 1 holds one call, an FFI call
+ * or one with side effects, and the machine code's call does not go
+ * into LuaJIT (ST). */
 static int call_snap(struct rd *r, const struct ljb_event *ev, const struct ljb_layout *ly,
 		     const struct ljb_symtab *st, uint64_t sa, uint32_t idx, uint32_t nsnap,
-		     uint64_t snapmap, uint64_t ir, uint64_t *pc)
+		     uint64_t ir)
 {
 	const struct ljb_cfg *k = &ly->k;
 	uint64_t ra = ev->mcode + ev->tofs + 1, sb = sa + k->snap_size;
-	uint32_t ref0, ref1, nref, calls = 0, sidefx = 0, mapofs, nent;
+	uint32_t ref0, ref1, nref, calls = 0, sidefx = 0;
 	uint8_t b[5], ins[LJB_MAX_REGION * 8];
 	const struct ljb_file *lj, *to;
 
@@ -102,13 +104,6 @@ static int call_snap(struct rd *r, const struct ljb_event *ev, const struct ljb_
 		if (!lj || to == lj)
 			return 0;
 	}
-	/* the snapshot after it (its PC: call_before) */
-	mapofs = (uint32_t)rd(r, sb + ly->snap_mapofs, 4);
-	nent = (uint32_t)rd(r, sb + ly->snap_nent, 1);
-	if (r->bad)
-		return 0;
-	*pc = k->fr2 ? rd(r, snapmap + 4ULL * (mapofs + nent), 8) >> 8
-		     : rd(r, snapmap + 4ULL * (mapofs + nent), 4);
 	return !r->bad;
 }
 
@@ -294,9 +289,12 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 	ts.nsnapmap = (uint32_t)rd(&r, T + ly->T_nsnapmap, 4);
 	if (r.bad)
 		return -1;
+	/* (after a flush, trace numbers and machine code start again: the
+	   start PC tells another trace there) */
 	if (rd(&r, T + ly->T_traceno, 2) != (uint64_t)ev->vmstate ||
-	    rd(&r, T + k->T_mcode, 8) != ev->mcode || idx >= ts.nsnap || !ts.snap ||
-	    !ts.snapmap) {
+	    rd(&r, T + k->T_mcode, 8) != ev->mcode ||
+	    (k->gc64 ? rd(&r, T + k->T_startpc, 8) : rd(&r, T + k->T_startpc, 4)) != ev->startpc ||
+	    idx >= ts.nsnap || !ts.snap || !ts.snapmap) {
 		*why = r.bad ? LJB_SNAP_UNREAD : LJB_SNAP_STALE;
 		return -1;
 	}
@@ -305,14 +303,13 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 	if (ev->sflags == LJB_SNAP_CALL) {
 		struct rd r2 = r;
 		uint64_t sa = ts.snap + (uint64_t)idx * k->snap_size;
-		if (call_snap(&r2, ev, ly, st, sa, idx, ts.nsnap, ts.snapmap, ts.ir, &apc) &&
+		if (call_snap(&r2, ev, ly, st, sa, idx, ts.nsnap, ts.ir) &&
 		    snap_frames(&r2, ly, &ts, idx + 1, afr, &an, &apc, &awhy) == 0 &&
 		    !returns_to(fr, n, apc) && (cins = call_before(&r2, ly, apc)) &&
 		    ffi_call(ctx, an ? afr[an - 1].fn : ev->f[0].fn, cins)) {
 			after = 1;
 			memcpy(fr, afr, an * sizeof(*fr));
 			n = an;
-			pc = cins;	/* (the call's instruction) */
 		}
 	}
 	if (after) {

@@ -36,7 +36,8 @@ enum {
  * position (LJB_PC_INS | LJB_F_CALLER, no base: its slots live in the
  * trace's registers).  *BASEPC gets the position of the trace's base
  * frame (ev->f[0]), an LJB_PC_INS pc.  The trace is checked to be the
- * one sampled (its number, machine code and snapshot count).
+ * one sampled (its number, machine code and start PC, and that it has
+ * the snapshot).
  *
  * Which snapshot: at a call the trace made (LJB_SNAP_CALL), the one
  * LuaJIT took right after it when that is provably the call's: the IR
