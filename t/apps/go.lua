@@ -1,6 +1,6 @@
--- The apps' start signal (t/apps/edge.lua, t/apps/states.lua): wait(GO)
--- prints "ready" and polls, without a pause, for the file GO, which the
--- test makes once the sample has started.
+-- The apps' start signal (t/apps/edge.lua, states.lua, inline.lua):
+-- wait(GO) prints "ready" and polls, without a pause, for the file GO,
+-- which the test makes once the sample has started.
 local _M = {}
 
 function _M.wait(go)

@@ -83,12 +83,9 @@ jit.off(main)
 main(200)
 acct[1], acct[2], acct[3] = 0, 0, 0
 if go and go ~= "-" then
-    io.write("ready\n")
-    io.flush()
-    repeat
-        local f = io.open(go, "r")
-        if f then f:close() end
-    until f
+    local dir = arg[0]:match("^(.*)/[^/]*$") or "."
+    package.path = dir .. "/?.lua;" .. package.path
+    require("go").wait(go)
 end
 main(rounds)
 io.write("rounds ", rounds, "\n")
