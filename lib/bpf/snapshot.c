@@ -300,19 +300,19 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 	}
 	if (snap_frames(&r, ly, &ts, idx, fr, &n, &pc, why) < 0)
 		return -1;
-	if (ev->sflags == LJB_SNAP_CALL) {
-		struct rd r2 = r;
-		uint64_t sa = ts.snap + (uint64_t)idx * k->snap_size;
-		if (call_snap(&r2, ev, ly, st, sa, idx, ts.nsnap, ts.ir) &&
-		    snap_frames(&r2, ly, &ts, idx + 1, afr, &an, &apc, &awhy) == 0 &&
-		    !returns_to(fr, n, apc) && (cins = call_before(&r2, ly, apc)) &&
-		    ffi_call(ctx, an ? afr[an - 1].fn : ev->f[0].fn, cins)) {
-			after = 1;
-			memcpy(fr, afr, an * sizeof(*fr));
-			n = an;
-		}
-	}
-	if (after) {
+	/* the snapshot after the position, read once for both uses below
+	   (a fault there only leaves it unknown) */
+	struct rd r2 = r;
+	int next = idx + 1 < ts.nsnap &&
+		   snap_frames(&r2, ly, &ts, idx + 1, afr, &an, &apc, &awhy) == 0;
+	if (next && ev->sflags == LJB_SNAP_CALL &&
+	    call_snap(&r2, ev, ly, st, ts.snap + (uint64_t)idx * k->snap_size, idx, ts.nsnap,
+		      ts.ir) &&
+	    !returns_to(fr, n, apc) && (cins = call_before(&r2, ly, apc)) &&
+	    ffi_call(ctx, an ? afr[an - 1].fn : ev->f[0].fn, cins)) {
+		after = 1;
+		memcpy(fr, afr, an * sizeof(*fr));
+		n = an;
 		top = cins + 4;	/* at the call (as after the interpreter's fetch) */
 	} else {
 		/* Between two snapshots: only the frames both hold, which the
@@ -322,16 +322,13 @@ int ljb_snap_restore(const struct ljb_event *ev, const struct ljb_layout *ly,
 		   of them at the call of the next frame where both agree on
 		   it, else at no known position.  After the last snapshot,
 		   where the trace may still return: none. */
-		struct rd r2 = r;
-		uint64_t bpc = 0;
 		int m = 0;
-		if (idx + 1 < ts.nsnap &&
-		    snap_frames(&r2, ly, &ts, idx + 1, afr, &an, &bpc, &awhy) == 0) {
+		if (next) {
 			while (m < n && m < an && fr[m].fn == afr[m].fn && fr[m].link == afr[m].link)
 				m++;
 			if (m < n && m < an && fr[m].link == afr[m].link)
 				top = fr[m].link;
-			else if (m == n && m == an && pc == bpc)
+			else if (m == n && m == an && pc == apc)
 				top = pc + 4;
 		}
 		n = m;

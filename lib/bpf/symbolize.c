@@ -383,78 +383,94 @@ static int still_holds(struct rctx *c, uint64_t tv, uint64_t fn)
 	return 0;
 }
 
-/* __lj_slotname: the name the caller (prototype pt, function cfn, frame
- * base cbase) gave the function in slot at ip, checked against the
- * function called (fn) where the named value can be read now (a local, a
- * global, a field of a table in a local, an upvalue): a tail call
- * replaced the function its caller named; into b. */
 /* lj_bc_mode[op], 0 past its end */
 static unsigned bcmode_of(const struct ljb_layout *ly, long op)
 {
 	return op >= 0 && op < ly->nbc_mode ? ly->bc_mode[op] : 0;
 }
 
+/* The instruction before *IP that set SLOT, going back linearly (the
+ * tapset's rule), *IP moved to it; 0 when there is none or an
+ * instruction that sets a range of slots (a call's results, KNIL) set
+ * it.  (A setter is never 0: op 0, ISLT, sets no slot.) */
+static uint32_t slot_setter(struct rctx *c, uint64_t bc, uint64_t *ip, long slot)
+{
+	const struct ljb_layout *ly = c->ly;
+
+	for (int n = 0; n < 2000 && !c->bad; n++) {
+		*ip -= 4;
+		if (*ip <= bc)
+			return 0;
+		uint32_t ins = R32(c, *ip);
+		long op = ins & 0xff, ra = (ins >> 8) & 0xff, ma = bcmode_of(ly, op) & 7;
+		if (ma == ly->bcm_base) {
+			if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
+				return 0;
+		} else if (ma == ly->bcm_dst && ra == slot) {
+			return ins;
+		}
+	}
+	return 0;
+}
+
+/* The TValue of upvalue IDX of closure FN (read now), or 0. */
+static uint64_t uv_tv(struct rctx *c, uint64_t fn, long idx)
+{
+	uint64_t uv = REF(c, fn + c->ly->fl_uvptr + idx * c->ly->k.gcref);
+
+	return uv ? REF(c, uv + c->ly->uv_v) : 0;
+}
+
+/* __lj_slotname: the name the caller (prototype pt, function cfn, frame
+ * base cbase) gave the function in slot at ip, checked against the
+ * function called (fn) where the named value can be read now (a local, a
+ * global, a field of a table in a local, an upvalue): a tail call
+ * replaced the function its caller named; into b. */
 static int slotname(struct rctx *c, uint64_t pt, uint64_t ip, long slot, uint64_t cbase,
 		    uint64_t cfn, uint64_t fn, char *b, size_t max)
 {
 	const struct ljb_layout *ly = c->ly;
-	uint64_t bc = proto_bc(c, pt);
+	uint64_t bc = proto_bc(c, pt), str, tv;
 
 	for (int restarts = 0; restarts < 16; restarts++) {
-		int again = 0;
 		if (varname(c, pt, (long)(ip - bc) / 4, slot, b, max) == 0)
 			return cbase && still_holds(c, cbase + slot * ly->k.tv, fn) ? 0 : -1;
-		for (int n = 0; n < 2000 && !c->bad; n++) {
-			ip -= 4;
-			if (ip <= bc)
-				return -1;
-			uint32_t ins = R32(c, ip);
-			long op = ins & 0xff, ra = (ins >> 8) & 0xff;
-			long ma = bcmode_of(ly, op) & 7;
-			if (ma == ly->bcm_base) {
-				if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
-					return -1;
-			} else if (ma == ly->bcm_dst && ra == slot) {
-				uint64_t str, tv;
-				if (op == ly->bc_mov) {
-					slot = ins >> 16;
-					again = 1;
-					break;
-				}
-				/* a global or upvalue that holds another
-				   function now: no name, an unsure one (it
-				   may have changed since the sample, or the
-				   caller's closure be freed and its memory
-				   reused: pcall's anonymous functions) */
-				if (op == ly->bc_gget) {
-					if (!(str = kgc_str(c, pt, ins >> 16)))
-						return -1;
-					if (!still_holds(c, tab_getstr(c, REF(c, cfn + ly->fl_env), str), fn))
-						return -1;
-					str_of(c, str, b, max - 1);
-					return c->bad ? -1 : 0;
-				}
-				if (op == ly->bc_tgets) {
-					if (!(str = kgc_str(c, pt, (ins >> 16) & 0xff)))
-						return -1;
-					tv = cbase + (ins >> 24) * ly->k.tv;
-					if (cbase && tv_itype(c, tv) == -1 - LJB_GCT_TAB &&
-					    !still_holds(c, tab_getstr(c, GCV(c, tv), str), fn))
-						return -1;
-					str_of(c, str, b, max - 1);
-					return c->bad ? -1 : 0;
-				}
-				if (op == ly->bc_uget) {
-					uint64_t uv = REF(c, cfn + ly->fl_uvptr + (ins >> 16) * ly->k.gcref);
-					if (!still_holds(c, uv ? REF(c, uv + ly->uv_v) : 0, fn))
-						return -1;
-					return uvname(c, pt, ins >> 16, b, max);
-				}
-				return -1;
-			}
-		}
-		if (!again)
+		uint32_t ins = slot_setter(c, bc, &ip, slot);
+		long op = ins & 0xff;
+		if (!ins)
 			return -1;
+		if (op == ly->bc_mov) {
+			slot = ins >> 16;
+			continue;
+		}
+		/* a global or upvalue that holds another function now: no
+		   name, an unsure one (it may have changed since the sample,
+		   or the caller's closure be freed and its memory reused:
+		   pcall's anonymous functions) */
+		if (op == ly->bc_gget) {
+			if (!(str = kgc_str(c, pt, ins >> 16)))
+				return -1;
+			if (!still_holds(c, tab_getstr(c, REF(c, cfn + ly->fl_env), str), fn))
+				return -1;
+			str_of(c, str, b, max - 1);
+			return c->bad ? -1 : 0;
+		}
+		if (op == ly->bc_tgets) {
+			if (!(str = kgc_str(c, pt, (ins >> 16) & 0xff)))
+				return -1;
+			tv = cbase + (ins >> 24) * ly->k.tv;
+			if (cbase && tv_itype(c, tv) == -1 - LJB_GCT_TAB &&
+			    !still_holds(c, tab_getstr(c, GCV(c, tv), str), fn))
+				return -1;
+			str_of(c, str, b, max - 1);
+			return c->bad ? -1 : 0;
+		}
+		if (op == ly->bc_uget) {
+			if (!still_holds(c, uv_tv(c, cfn, ins >> 16), fn))
+				return -1;
+			return uvname(c, pt, ins >> 16, b, max);
+		}
+		return -1;
 	}
 	return -1;
 }
@@ -473,41 +489,31 @@ static uint64_t loaded(struct rctx *c, uint64_t fn, uint64_t pt, uint64_t ip, lo
 {
 	const struct ljb_layout *ly = c->ly;
 	uint64_t bc = proto_bc(c, pt), str, tv;
+	uint32_t ins;
 
-	for (int n = 0; n < 2000 && !c->bad; n++) {
-		ip -= 4;
-		if (ip < bc)
-			return 0;
-		uint32_t ins = R32(c, ip);
-		long op = ins & 0xff, ra = (ins >> 8) & 0xff, ma = bcmode_of(ly, op) & 7;
-		if (ma == ly->bcm_base) {
-			if (slot >= ra && (op != ly->bc_knil || slot <= (long)(ins >> 16)))
-				return 0;
-			continue;
-		}
-		if (ma != ly->bcm_dst || ra != slot)
-			continue;
+	while ((ins = slot_setter(c, bc, &ip, slot))) {
+		long op = ins & 0xff;
 		if (op == ly->bc_mov) {
 			slot = ins >> 16;
-		} else if (op == ly->bc_uget) {
-			uint64_t uv = REF(c, fn + ly->fl_uvptr + (ins >> 16) * ly->k.gcref);
-			return uv ? REF(c, uv + ly->uv_v) : 0;
-		} else if (op == ly->bc_gget) {
+			continue;
+		}
+		if (op == ly->bc_uget)
+			return uv_tv(c, fn, ins >> 16);
+		if (op == ly->bc_gget) {
 			str = kgc_str(c, pt, ins >> 16);
 			return str ? tab_getstr(c, REF(c, fn + ly->fl_env), str) : 0;
-		} else if (op == ly->bc_tgets && depth < 4) {
-			str = kgc_str(c, pt, (ins >> 16) & 0xff);
-			tv = loaded(c, fn, pt, ip, ins >> 24, depth + 1, ud);
-			if (!str || !tv)
-				return 0;
-			if (tv_itype(c, tv) == -1 - LJB_GCT_UDATA) {
-				*ud = 1;
-				return 0;
-			}
-			return tv_itype(c, tv) == -1 - LJB_GCT_TAB ? tab_getstr(c, GCV(c, tv), str) : 0;
-		} else {
+		}
+		if (op != ly->bc_tgets || depth >= 4)
+			return 0;
+		str = kgc_str(c, pt, (ins >> 16) & 0xff);
+		tv = loaded(c, fn, pt, ip, ins >> 24, depth + 1, ud);
+		if (!str || !tv)
+			return 0;
+		if (tv_itype(c, tv) == -1 - LJB_GCT_UDATA) {
+			*ud = 1;
 			return 0;
 		}
+		return tv_itype(c, tv) == -1 - LJB_GCT_TAB ? tab_getstr(c, GCV(c, tv), str) : 0;
 	}
 	return 0;
 }
