@@ -31,29 +31,18 @@ use LjStacks;
 use LjWait;
 use Bpf;
 use Stats;
+use JitFrames;
 use POSIX qw(ceil);
 use File::Path qw(make_path remove_tree);
 use Test::More;
 
-my $app = "$ROOT/t/apps/inline.lua";
-my %truth = (alpha => 1 / 6, beta => 2 / 6, gamma => 3 / 6);
+my $app = $JitFrames::APP;
+my ($STEP, %CALL) = ($JitFrames::STEP, %JitFrames::CALL);
 my ($CPU_CLAIM, $OFF_CLAIM) = (2, 3);
 # gamma's share needs the most; a few samples fall outside the helpers'
 # calls (the trace's own code, the interpreter between rounds)
 my $SAMPLES = ceil(1.05 * Stats::floor(1 / 2, $CPU_CLAIM));
 my $ROUNDS = ceil(1.1 * Stats::floor(1 / 2, $OFF_CLAIM) / 6);    # six waits a round
-
-# The app's lines: step's first (where its trace starts) and each call.
-my @src = split /\n/, slurp($app);
-sub line_of_re {
-	my ($re) = @_;
-	my ($i) = grep { $src[$_] =~ $re } 0 .. $#src;
-	die "t/apps/inline.lua has no line matching $re\n" unless defined $i;
-	return $i + 1;
-}
-my $STEP = line_of_re(qr/^local function step\(\)/);
-my %CALL = (cpu => line_of_re(qr/C\.memset\(/), burn => line_of_re(qr/if burn\(k\) ~= k/),
-	    offcpu => line_of_re(qr/C\.usleep\(/));
 
 # A library whose function burn() has a local symbol, and a stripped copy
 # (no .symtab: only burn_ptr, in .dynsym, has a name).
@@ -82,39 +71,8 @@ sub one_trace {
 		or diag $out;
 }
 
-# The weight in each helper's stacks of the form LEAF, the trace or the
-# FFI's call from the interpreter, nap at line CALL, HELPER, step
-# (lines=1: each Lua frame's line first), the weight of those in step()'s
-# trace, and the weight in other stacks through nap that have a C leaf.
-# (Before step() has its trace, nap() may have its own, or none: the
-# helpers then have frames on the Lua stack.)
-sub helpers {
-	my ($p, $leaf, $call) = @_;
-	my (%n, $other, $instep);
-	for my $s (@{ $p->{stacks} }) {
-		my @f = @{ $s->{frames} };
-		next unless grep { $_ eq 'inline.lua:nap' } @f;
-		next unless $f[0] =~ /^C:/;    # (samples in the trace's own code have none)
-		if ($f[0] =~ $leaf && $f[1] =~ /^(?:trace#\d+:inline\.lua:\d+|builtin:\w+)$/
-		    && $f[2] eq "inline.lua:$call" && $f[3] eq 'inline.lua:nap'
-		    && ($f[5] // '') =~ /^inline\.lua:(alpha|beta|gamma)$/ && ($f[7] // '') eq 'inline.lua:step') {
-			$n{$1} += $s->{count};
-			$instep += $s->{count} if $f[1] =~ /^trace#\d+:inline\.lua:$STEP$/;
-		} else {
-			$other += $s->{count};
-			Test::More::diag('other: ' . join(' | ', @f) . " $s->{count}");
-		}
-	}
-	return (\%n, $other // 0, $instep // 0);
-}
-
-sub check_split {
-	my ($name, $n, $total, $claim, $what, $truth) = @_;
-	for my $h (qw(alpha beta gamma)) {
-		share_ok("$name: $h\'s share of the $what in the helpers", 100 * ($n->{$h} // 0) / ($total || 1),
-			 100 * ($truth // \%truth)->{$h}, $total, claim => $claim);
-	}
-}
+sub helpers { JitFrames::helpers(@_) }
+sub check_split { local $Test::Builder::Level = $Test::Builder::Level + 1; JitFrames::check_split(@_) }
 
 my %lj = map { $_ => "$ROOT/build/luajit-$_/bin/luajit" } qw(gc64 nogc64);
 one_trace($_, $lj{$_}, 'cpu') for qw(gc64 nogc64);

@@ -25,6 +25,9 @@ local n = tonumber(arg[4])
 local C = ffi.C
 local acct = { 0, 0, 0 }
 local nap
+-- (the library stays referenced: a clib object that the GC collects
+-- unloads its library, and burn() would then run into unmapped memory)
+local lib
 -- (each call's work is drawn from N/2..3N/2, the same for every call: a
 -- sampler at a fixed rate cannot lock onto a strictly periodic loop)
 local random = math.random
@@ -37,7 +40,7 @@ if what == "cpu" then
     end
 elseif what == "burn" then
     n = n or 200000
-    local lib = ffi.load(assert(arg[5], "burn needs LIB"))
+    lib = ffi.load(assert(arg[5], "burn needs LIB"))
     local burn = ffi.cast("long (*)(long)", lib.burn_ptr())
     nap = function()
         local k = random(n / 2, 3 * n / 2)

@@ -228,7 +228,7 @@ $after
 wait \$sp
 rc=\$?
 kill \$pid 2>/dev/null
-wait \$pid
+wait \$pid 2>/dev/null    # (no "Terminated" in the output: a frame to the parser)
 cat stap.err
 sed 's/^/# app: /' target.log
 cat stap.out
