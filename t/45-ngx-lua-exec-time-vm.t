@@ -175,7 +175,10 @@ sub check_spin {
 	within_requests($name, $o, $p);
 	is "@$p{qw(calls done yielded declined errors)}", '20 20 0 0 0',
 		"$name: 20 requests, 20 content handler calls that ran to the end" or diag $o;
-	ok $p->{min} >= 2000, "$name: min $p->{min} us >= 2 ms (2 ms of CPU time in Lua take as long on the clock at least)" or diag $o;
+	# (Not "at least the 2 ms of CPU time the spin asks for": under TCG
+	# the guest's CPU clock, which os.clock reads, and its wall clock part
+	# under host load; a spin once took 1.68 ms by the wall clock.  The
+	# app's own wall clock below is the truth.)
 	# The wall-clock time of the spin depends on the guest's load (it
 	# was 11.8 ms on average on a loaded host, 51 ms at most): the app's
 	# own clock around its code is the truth.  The handler holds the
