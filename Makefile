@@ -10,6 +10,7 @@
 #   make check           run the host-only tests: every t/*.t without "-vm"
 #                        in its name (no VM boots; PROVE_FLAGS= as for test)
 #   make test REPEAT=N   run the VM and eBPF tests N times; failures per file
+#                        (RESUME=1: go on with an interrupted run)
 #   make test-fresh      make demo and make test in a fresh Debian 12 root
 #   make deps            install packages and build the debug targets (root)
 #   make demo            draw a Lua flame graph of the seed app (root;
@@ -135,12 +136,14 @@ util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_
 # VM_WITH_HOST: t/30 boots its own VMs and t/31 only builds modules, so
 # they go with the host tests, and both chains keep the one VM busy while
 # they run (in a chain, they left the VM to the other chain's build-run
-# turns for 8 minutes: idle a third of the time).  (With 'par=**' for the
-# host tests, prove would start the VM chains only once every host test
-# had started.)  PROVE_JOBS=1: one test at a time.
+# turns for 8 minutes: idle a third of the time); t/82 and t/86 end the
+# host chain, which finished 11 minutes before the second one at c62d156
+# (the VM then served that chain alone, idle while it built).  (With
+# 'par=**' for the host tests, prove would start the VM chains only once
+# every host test had started.)  PROVE_JOBS=1: one test at a time.
 PROVE_JOBS ?= 3
 VM_CHAIN_A := 18 22 32 33 36 40 43 44 63 64 65 79
-VM_WITH_HOST := 30 31
+VM_WITH_HOST := 30 31 82 86
 VM_CHAIN_B := $(filter-out $(VM_CHAIN_A) $(VM_WITH_HOST),$(foreach t,$(wildcard t/*-vm*.t),$(firstword $(subst -, ,$(notdir $(t))))))
 empty :=
 space := $(empty) $(empty)
@@ -170,7 +173,7 @@ ifeq ($(REPEAT),)
 	dev/vm-run --stop-server
 	dev/test-times | head -n 12
 else
-	STAPXX_VM_SERVER=1 STAPXX_PROVE_RULES="$(PROVE_RULES)" dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS) || \
+	STAPXX_VM_SERVER=1 STAPXX_PROVE_RULES="$(PROVE_RULES)" dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS) $(if $(RESUME),--resume) || \
 		{ dev/vm-run --stop-server; exit 1; }
 	dev/vm-run --stop-server
 endif

@@ -78,20 +78,60 @@ for my $c (
 }
 
 # dev/test-repeat counts each file's failed rounds from prove's summary,
-# whose file names are padded: a passing and a failing file, two rounds
+# whose file names are padded: a passing and a failing file, two rounds;
+# its record lets --resume go on with the rounds an interruption lost
 {
 	my $d = scratch('35-test-repeat');
 	spit("$d/passes-and-has-a-long-name.t", "use Test::More; ok(1, 'passes'); done_testing;\n");
 	spit("$d/fail.t", "use Test::More; ok(0, 'fails'); done_testing;\n");
 	my $rel = File::Spec->abs2rel($d, $ROOT);
-	my ($rc, $out, $err) = run_cmd({ cwd => $ROOT, env => { STAPXX_PROVE_RULES => '' } },
-		"$ROOT/dev/test-repeat", '-n', '2', '-j', '1', "$rel/passes-and-has-a-long-name.t", "$rel/fail.t");
+	my @files = ("$rel/passes-and-has-a-long-name.t", "$rel/fail.t");
+	my $repeat = sub {
+		run_cmd({ cwd => $ROOT, env => { STAPXX_PROVE_RULES => '', STAPXX_REPEAT_DIR => "$d/repeat" } },
+			"$ROOT/dev/test-repeat", @_);
+	};
+	my ($rc, $out, $err) = $repeat->('-n', '2', '-j', '1', @files);
 	is($rc, 1, 'test-repeat: exit 1 when a round failed') or diag($err);
 	like($out, qr{^test-repeat: round 1: FAIL in \d+ s; failed: \Q$rel\E/fail\.t$}m,
 		'test-repeat: each round names the failed file') or diag($out);
 	like($out, qr{^  0/2  \Q$rel\E/passes-and-has-a-long-name\.t\n  2/2  \Q$rel\E/fail\.t$}m,
 		'test-repeat: failures per file over the rounds') or diag($out);
 	like($out, qr{^test-repeat: 2 failed file runs of 4$}m, 'test-repeat: the total') or diag($out);
+	ok(-f "$d/repeat/round-2.log", 'test-repeat: a log per round in $STAPXX_REPEAT_DIR');
+
+	# an interruption in round 2: the record keeps round 1 only
+	my $state = slurp("$d/repeat/state");
+	like($state, qr{^round 1 FAIL \d+ \S+ \Q$rel\E/fail\.t$}m, 'test-repeat: the record holds each round');
+	spit("$d/repeat/state", $state =~ s/^round 2 .*\n//mr);
+	($rc, $out, $err) = $repeat->('--resume', '-j', '1', @files);
+	is($rc, 1, 'test-repeat --resume: exit 1 (a round failed)') or diag($err);
+	like($out, qr{^test-repeat: round 1: FAIL in \d+ s; failed: \Q$rel\E/fail\.t \(recorded, started }m,
+		'test-repeat --resume: the recorded round counts') or diag($out);
+	like($out, qr{^test-repeat: round 2 of 2 }m, 'test-repeat --resume: runs the round that was lost') or diag($out);
+	unlike($out, qr{^test-repeat: round 1 of }m, 'test-repeat --resume: not the round recorded') or diag($out);
+	like($out, qr{^  2/2  \Q$rel\E/fail\.t$}m, 'test-repeat --resume: failures over all the rounds') or diag($out);
+
+	# another tree, other files, no record: refused
+	my $record = slurp("$d/repeat/state");
+	spit("$d/repeat/state", $record =~ s/^tree .*/tree 0000/mr);
+	($rc, $out, $err) = $repeat->('--resume', @files);
+	is($rc, 1, 'test-repeat --resume on another tree: exit 1');
+	like($err, qr{^test-repeat: error: the run in \S+ tested tree 0000, this is \S+\nhint: }m,
+		'test-repeat --resume on another tree: says which') or diag($err);
+	spit("$d/repeat/state", $record);
+	($rc, $out, $err) = $repeat->('--resume', $files[0]);
+	is($rc, 1, 'test-repeat --resume with other files: exit 1');
+	like($err, qr{^test-repeat: error: the run in \S+ tested other files}m,
+		'test-repeat --resume with other files: says so') or diag($err);
+	unlink "$d/repeat/state";
+	($rc, $out, $err) = $repeat->('--resume', @files);
+	is($rc, 1, 'test-repeat --resume without a record: exit 1');
+	like($err, qr{^test-repeat: error: nothing to resume: no \S+/state$}m,
+		'test-repeat --resume without a record: says so') or diag($err);
+	($rc, $out, $err) = $repeat->('--bogus');
+	is($rc, 2, 'test-repeat --bogus: exit 2');
+	like($err, qr{\Atest-repeat: error: unknown option '--bogus'\n.*^usage: dev/test-repeat }ms,
+		'test-repeat --bogus: error, then usage') or diag($err);
 }
 
 done_testing();
