@@ -82,7 +82,7 @@ if (my $case = $r->{cases}{stock}) {
 	is $case->{status}, 0, 'stock: staprun status 0' or diag $o;
 	like $o, qr/^# uprobes placed in \d+$/m, 'stock: the load came once the uprobes were in the worker' or diag $o;
 	unlike $o, qr/\[(alert|emerg|crit|error)\]/, 'stock: no errors in error.log';
-	LjWait::check_yield('stock', $o, $REQS, $CLAIM, 'wait.conf', noleaf => 1);
+	LjWait::check_yield('stock', $o, $REQS, $CLAIM, 'wait.conf', unnamed => 1);
 }
 if (my $case = $r->{cases}{waits}) {
 	my $o = $case->{output};

@@ -14,14 +14,19 @@
 #   claim needs; each such stack is the C leaf, the trace, nap at the line
 #   of its call, the helper, step; the statistics count the samples in JIT
 #   code by where they were, and those that show only the frames both
-#   snapshots around them hold.  Debug builds, GC64 and non-GC64.
+#   snapshots around them hold.  Debug builds, GC64 and non-GC64.  And a
+#   GC64 copy without symbols or DWARF (the layout database) calling a
+#   stripped copy of the library, whose burn() has no symbol at all: the
+#   leaf is named from the library's .eh_frame_hdr (stap++ gives stap a
+#   symbol table that names every function of a stripped file), as
+#   "C:libburn-stripped.so+0xADDR" at burn's address in the unstripped
+#   library, as the eBPF backend names it (t/85); the stacks as above.
 # - Off-CPU (lj-lua-off-cpu, lines=1): nap() blocks in usleep: each
 #   helper's share of the time blocked within 3 points of the app's own
 #   clock around its usleeps, on the waits that claim needs, none counted
 #   as showing fewer frames (each is at a call the snapshots prove).  GC64,
 #   non-GC64, and a GC64 copy without symbols or DWARF (the layout
-#   database: the tapset names no native code there, so its stacks start
-#   at the trace).
+#   database; the leaf named by libc's symbols there too).
 use strict;
 use warnings;
 use FindBin;
@@ -53,6 +58,13 @@ my ($rc, $o) = run_cmd({ merge => 1 }, 'sh', '-c', 'printf "%s\n" "static long b
 	. '"volatile long i;" "for (i = 0; i < n; i++) ;" "return n;" "}" '
 	. '"void *burn_ptr(void) { return (void *)burn; }" | cc -O1 -shared -fPIC -x c -o ' . $lib . ' -');
 is $rc, 0, 'the burn library builds' or diag $o;
+my $libs = $vm->out . '/libburn-stripped.so';
+($rc, $o) = run_cmd({ merge => 1 }, 'strip', '--strip-all', '-o', $libs, $lib);
+is $rc, 0, 'its stripped copy' or diag $o;
+my ($burn) = `nm $lib` =~ /^0*([0-9a-f]+) t burn$/m;
+ok $burn, "burn()'s address in the library: 0x" . ($burn // '?');
+# (the naming needs no share: a few hundred stacks)
+my $STRIP_SAMPLES = 1000;
 
 my %lj = map { $_ => "$ROOT/build/luajit-$_/bin/luajit" } qw(gc64 nogc64);
 my $bare = Bpf::stripped($lj{gc64});
@@ -63,6 +75,8 @@ my @mods = (
 	(map { ["off_$_", "offcpu_$_", 'samples/lj-lua-off-cpu.sxx', exec => "build/luajit-$_/bin/luajit"] }
 	 qw(gc64 nogc64)),
 	['off_strip', 'ljjf_off_strip', 'samples/lj-lua-off-cpu.sxx', exec => $bare],
+	['cpu_strip', 'ljjf_cpu_strip', 'samples/lj-lua-stacks.sxx', exec => $bare,
+		args => ['-d', $libs, '--arg', 'lines=1', '--arg', 'hz=4000']],
 );
 my %ko;
 @ko{ map { $_->[0] } @mods } = $vm->builds(map { [@$_[1 .. $#$_]] } @mods);
@@ -74,6 +88,9 @@ for my $b (qw(gc64 nogc64)) {
 		module => "ljjf_cpu_$b.ko", params => "stapxx_samples=$SAMPLES", timeout => 200),
 		files => [$ko{"cpu_$b"}], timeout => 240) if $ko{"cpu_$b"};
 }
+$vm->case(cpu_strip => LjWait::go_case(target => "$bare $app burn 0 \$go 20000 $libs",
+	module => 'ljjf_cpu_strip.ko', params => "stapxx_samples=$STRIP_SAMPLES", timeout => 200),
+	files => [$ko{cpu_strip}], timeout => 240) if $ko{cpu_strip};
 for my $b (qw(gc64 nogc64 strip)) {
 	my $lj = $b eq 'strip' ? $bare : $lj{$b};
 	$vm->case("off_$b" => LjWait::go_case(target => "$lj $app offcpu $ROUNDS \$go $U",
@@ -113,14 +130,34 @@ for my $b (qw(gc64 nogc64)) {
 		. ($approx // 0) . ' and ' . ($kinds // 0) . ' not restored, of them ' . ($code // '?') . ' in the trace\'s own code)');
 }
 
+{
+	my $name = 'stripped luajit and library, CPU';
+	my $case = $c->{cpu_strip};
+	if (ok $case, "$name: the case ran") {
+		is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};
+		my $p = LjStacks::parse($case->{output});
+		my $leaf = 'C:libburn-stripped.so+0x' . ($burn // '?');
+		my ($n, $other) = JitFrames::helpers($p, qr/^\Q$leaf\E$/, $JitFrames::CALL{burn});
+		my $sum = 0;
+		$sum += $_ for values %$n;
+		# (a few hundred samples: the app's wait for the signal to start
+		# is a third of them, and is left out)
+		my $start = LjStacks::count_with($p, sub { grep { $_ eq 'go.lua:wait' } @_ });
+		ok $sum >= 0.9 * ($p->{total} - $start) && $p->{total} >= $STRIP_SAMPLES,
+			"$name: $sum of the $p->{total} samples are in burn(), named $leaf ($start before the workload started)"
+			or diag LjStacks::dump_stacks($p, 12);
+		is $other, 0, "$name: every stack through nap with a C leaf is $leaf, the trace (or the FFI), nap at its call's line, a helper, step"
+			or diag LjStacks::dump_stacks($p, 12);
+	}
+}
+
 for my $b (qw(gc64 nogc64 strip)) {
 	my $name = "$b, off-CPU";
 	my $case = $c->{"off_$b"};
 	ok $case, "$name: the case ran" or next;
 	is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};
 	my $p = LjWait::parse($case->{output}, 'lj-lua-off-cpu');
-	# (without debug info the tapset names no native code: no leaf)
-	my $leaf = $b eq 'strip' ? undef : qr/^C:\w*(?:nanosleep|usleep)(?:\@\@?[\w.]+)?$/;
+	my $leaf = qr/^C:\w*(?:nanosleep|usleep)(?:\@\@?[\w.]+)?$/;
 	my ($n, $other, $instep) = JitFrames::helpers($p, $leaf, $JitFrames::CALL{offcpu});
 	my $us = 0;
 	$us += $_ for values %$n;

@@ -9,7 +9,8 @@
  * g->allocf, which the running process names: stap++ finds its VM in its
  * memory (as the eBPF backend does, lib/bpf/vm.h), reads g->allocf, and
  * gives stap a copy of the file that holds it, under --sysroot, with a
- * symbol table: the file's exported symbols plus one at the allocator.
+ * symbol table: the file's exported symbols plus one at the allocator
+ * (driver/symbols.h).
  * The uprobe then lands in the target's own file (same path, same
  * build-id); the target is not touched.
  */
@@ -47,14 +48,6 @@ struct allocf {
  * the target's files).
  */
 int allocf_find(void *ctx, struct expand_allocf *a);
-
-/*
- * allocf_symbolize - when allocf_find() chose ALLOCF_SYM: rewrites COPY
- * (a copy of a->file in stap's sysroot) so that its symbol table holds
- * its exported symbols and ALLOCF_SYM at the allocator (objcopy).
- * Returns 0, or -1 after error().
- */
-int allocf_symbolize(const struct allocf *a, const char *copy);
 
 void allocf_free(struct allocf *a);
 

@@ -40,6 +40,7 @@
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
+#include "driver/cache.h"
 #include "driver/stap.h"
 
 #include <dirent.h>
@@ -246,15 +247,6 @@ static unsigned needed_fixes(const char *rt, char **hdrs, int nhdrs)
 
 /* --- hashing and copying the runtime ------------------------------------------ */
 
-static void fnv(uint64_t *h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	for (size_t i = 0; i < len; i++) {
-		*h ^= p[i];
-		*h *= 0x100000001b3ULL;
-	}
-}
-
 static int skip_entry(const struct dirent *d)
 {
 	return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
@@ -280,8 +272,8 @@ static int walk(const char *src, const char *dst, const char *rel, uint64_t *h)
 		if (rc == 0 && stat(s, &st) < 0)
 			rc = error("cannot read '%s': %s", s, strerror(errno));
 		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			fnv(h, "d", 1);
-			fnv(h, r, strlen(r) + 1);
+			cache_hash(h, "d", 1);
+			cache_hash(h, r, strlen(r) + 1);
 			if (dst) {
 				char *d = xasprintf("%s/%s", dst, r);
 				if (mkdir(d, 0755) < 0)
@@ -296,9 +288,9 @@ static int walk(const char *src, const char *dst, const char *rel, uint64_t *h)
 			if (!data) {
 				rc = error("cannot read '%s': %s", s, strerror(errno));
 			} else {
-				fnv(h, "f", 1);
-				fnv(h, r, strlen(r) + 1);
-				fnv(h, data, len);
+				cache_hash(h, "f", 1);
+				cache_hash(h, r, strlen(r) + 1);
+				cache_hash(h, data, len);
 				if (dst) {
 					char *d = xasprintf("%s/%s", dst, r);
 					rc = write_file(d, data, len, st.st_mode & 0777);
@@ -313,49 +305,6 @@ static int walk(const char *src, const char *dst, const char *rel, uint64_t *h)
 	}
 	free(ents);
 	free(sdir);
-	return rc;
-}
-
-static int remove_tree(const char *path)
-{
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path);
-	DIR *d = opendir(path);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char *p = xasprintf("%s/%s", path, e->d_name);
-		remove_tree(p);
-		free(p);
-	}
-	closedir(d);
-	return rmdir(path);
-}
-
-static int mkdir_p(const char *path)
-{
-	char *p = xstrdup(path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-			int rc = error("cannot create '%s': %s", p, strerror(errno));
-			free(p);
-			return rc;
-		}
-		*s = '/';
-	}
-	int rc = 0;
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		rc = error("cannot create '%s': %s", p, strerror(errno));
-	free(p);
 	return rc;
 }
 
@@ -408,65 +357,6 @@ static int apply_edits(const char *dir, unsigned fixes)
 	return 0;
 }
 
-/* Is every existing component of PATH owned by us or root and writable by
- * nobody else?  A patched runtime is compiled into a kernel module, so its
- * cache must not be one that another user can change (sudo -E keeps the
- * caller's HOME). */
-static int trusted_path(const char *path)
-{
-	char *p = xstrdup(path);
-	int ok = 1;
-
-	for (char *slash = p; ok && slash; ) {
-		struct stat st;
-		slash = strchr(slash + 1, '/');
-		if (slash)
-			*slash = '\0';
-		if (lstat(*p ? p : "/", &st) == 0) {
-			/* a sticky dir (/tmp) protects the entries below it,
-			 * which are checked in turn */
-			ok = !S_ISLNK(st.st_mode) &&
-			     (st.st_uid == geteuid() || st.st_uid == 0) &&
-			     (!(st.st_mode & (S_IWGRP | S_IWOTH)) ||
-			      (slash && (st.st_mode & S_ISVTX)));
-		} else if (errno != ENOENT) {
-			ok = 0;
-		}
-		if (slash)
-			*slash = '/';
-	}
-	free(p);
-	return ok;
-}
-
-/* The cache dir: $XDG_CACHE_HOME/stap++ or ~/.cache/stap++, the first one
- * that is trusted_path(); as root, else /var/cache/stap++.  NULL if none. */
-static char *cache_root(void)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	char *cand[2] = {
-		xdg && *xdg == '/' ? xasprintf("%s/stap++", xdg) : NULL,
-		home && *home == '/' ? xasprintf("%s/.cache/stap++", home) : NULL,
-	};
-	char *root = NULL;
-
-	for (int i = 0; i < 2; i++) {
-		if (!root && cand[i] && trusted_path(cand[i]))
-			root = cand[i];
-		else if (cand[i]) {
-			if (!root)
-				warning("not using '%s' for the patched SystemTap "
-					"runtime: it can be changed by another user",
-					cand[i]);
-			free(cand[i]);
-		}
-	}
-	if (!root && geteuid() == 0)
-		root = xstrdup("/var/cache/stap++");
-	return root;
-}
-
 /* The names of FIXES, comma-separated (the caller frees it). */
 static char *fix_names(unsigned fixes)
 {
@@ -475,6 +365,23 @@ static char *fix_names(unsigned fixes)
 		if (fixes & (1u << i))
 			buf_addf(&b, "%s%s", b.len ? ", " : "", fix_name[i]);
 	return buf_steal(&b);
+}
+
+/* cache_entry()'s FILL for the runtime: a copy of it with the fixes. */
+struct patch {
+	const char *rt;
+	unsigned fixes;
+};
+
+static int patch_runtime(const char *dir, void *ctx)
+{
+	const struct patch *pc = ctx;
+	uint64_t h = 0;
+
+	info(1, "patching a copy of SystemTap runtime '%s' into '%s'", pc->rt, dir);
+	if (walk(pc->rt, dir, "", &h) < 0)
+		return -1;
+	return apply_edits(dir, pc->fixes);
 }
 
 int runtime_fix(const char *krelease, char **dir_out)
@@ -508,90 +415,25 @@ int runtime_fix(const char *krelease, char **dir_out)
 		return 0;
 	}
 
-	char *root = cache_root();
-	if (!root) {
-		free(rt);
-		error("cannot find a cache dir for the patched SystemTap runtime");
-		hint("set XDG_CACHE_HOME or HOME to a directory only you can "
-		     "write");
-		return -1;
-	}
-	uint64_t h = 0xcbf29ce484222325ULL;
-	fnv(&h, FIXES_VERSION, sizeof FIXES_VERSION);
-	fnv(&h, &fixes, sizeof fixes);
+	uint64_t h = CACHE_HASH_INIT;
+	cache_hash(&h, FIXES_VERSION, sizeof FIXES_VERSION);
+	cache_hash(&h, &fixes, sizeof fixes);
 	if (walk(rt, NULL, "", &h) < 0) {
-		free(root);
 		free(rt);
 		return -1;
 	}
-	char *dir = xasprintf("%s/runtime-%016llx", root, (unsigned long long)h);
-	char *stamp = xasprintf("%s/" STAMP_NAME, dir);
 	char *names = fix_names(fixes);
-	int rc = 0;
-	if (access(stamp, F_OK) == 0 && !trusted_path(dir)) {
-		rc = error("the patched SystemTap runtime '%s' can be changed by "
-			   "another user", dir);
-		hint("remove it, or set XDG_CACHE_HOME to a directory only you "
-		     "can write");
-		goto done;
-	}
-	if (access(stamp, F_OK) == 0) {
-		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
-		     dir, krelease, names);
-		goto done;
-	}
-
-	info(1, "patching a copy of SystemTap runtime '%s' into '%s' (fixes for kernel '%s': %s)",
-	     rt, dir, krelease, names);
-	if (mkdir_p(root) < 0) {
-		rc = -1;
-		goto done;
-	}
-	if (!trusted_path(root)) {
-		rc = error("cache dir '%s' can be changed by another user", root);
-		hint("set XDG_CACHE_HOME to a directory only you can write");
-		goto done;
-	}
-	char *tmp = xasprintf("%s/.tmp-runtime-XXXXXX", root);
-	if (!mkdtemp(tmp)) {
-		rc = error("cannot create a temporary dir in '%s': %s", root, strerror(errno));
-		free(tmp);
-		goto done;
-	}
-	chmod(tmp, 0755);
-	uint64_t h2 = 0;
-	char *tstamp = xasprintf("%s/" STAMP_NAME, tmp);
 	char *note = xasprintf("SystemTap runtime %s patched by stap++ for kernel %s: %s\n",
 			       rt, krelease, names);
-	rc = walk(rt, tmp, "", &h2);
-	if (rc == 0)
-		rc = apply_edits(tmp, fixes);
-	if (rc == 0)
-		rc = write_file(tstamp, note, strlen(note), 0644);
-	if (rc == 0 && rename(tmp, dir) < 0) {
-		/* another stap++ may have won the race: use its copy */
-		if ((errno == EEXIST || errno == ENOTEMPTY) && access(stamp, F_OK) == 0) {
-			remove_tree(tmp);
-		} else {
-			rc = error("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
-		}
-	}
-	if (rc < 0)
-		remove_tree(tmp);
+	struct patch pc = { rt, fixes };
+	*dir_out = cache_entry("runtime", STAMP_NAME, h, "the patched SystemTap runtime", note, patch_runtime, &pc);
+	if (*dir_out)
+		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
+		     *dir_out, krelease, names);
 	free(note);
-	free(tstamp);
-	free(tmp);
-done:
-	if (rc == 0) {
-		*dir_out = dir;
-		dir = NULL;
-	}
-	free(dir);
-	free(stamp);
 	free(names);
-	free(root);
 	free(rt);
-	return rc;
+	return *dir_out ? 0 : -1;
 }
 
 int kernel_arg(const char *arg, char **tree_out, char **krel_out)

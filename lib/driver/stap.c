@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,8 +287,16 @@ void stap_argv(const struct stap_opts *o, struct strv *out)
 		add2(out, "-p", o->pass);
 	if (o->module)
 		add2(out, "-m", o->module);
-	if (o->krelease)
+	if (o->sysroot && (!o->krelease || !strchr(o->krelease, '/'))) {
+		/* stap would look for the kernel's build tree in the sysroot,
+		   which holds only the target's files: the host's, by path */
+		struct utsname u;
+		const char *rel = o->krelease ? o->krelease : uname(&u) == 0 ? u.release : "";
+		strv_add(out, "-r");
+		strv_take(out, xasprintf("/lib/modules/%s/build", rel));
+	} else if (o->krelease) {
 		add2(out, "-r", o->krelease);
+	}
 	if (o->runtime)
 		add2(out, "-R", o->runtime);
 	if (o->outfile)

@@ -180,6 +180,14 @@ int dw_database(struct dw_set *set, const char **path, struct dw_vm *v);
  * the set's binaries.  Valid until dw_set_free(). */
 const char *dw_nodebug_nginx(struct dw_set *set);
 
+/* Whether stap finds names for every function of the ELF file PATH: 1
+ * when PATH, or the separate debug file that libdwfl's standard lookup
+ * finds for it (build-id, .gnu_debuglink, /usr/lib/debug, debuginfod, as
+ * for the set's binaries), has a symbol table (.symtab); 0 when only its
+ * exported symbols (.dynsym) would name its code; -1 when it cannot be
+ * read as an ELF file (no message). */
+int dw_file_has_symtab(const char *path);
+
 /* Hints (hint()) naming the set's binaries without debug info, with the
  * how-to for the first, if a dw_has_type() answered 0 so far: after a
  * script's own error (@error), missing debug info may be why a type was

@@ -105,6 +105,54 @@ void bin_open(struct dw_bin *b)
 	     "DWARF)", b->path, b->used, now_ms() - t0, t1 - t0);
 }
 
+/* Whether ELF has a section of type SHT_SYMTAB. */
+static int elf_has_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			return 1;
+	return 0;
+}
+
+int dw_file_has_symtab(const char *path)
+{
+	Dwfl *dwfl = dwfl_begin(&offline_callbacks);
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	Elf *elf;
+	const char *debugfile = NULL;
+	int rc = -1;
+
+	if (!dwfl)
+		die("cannot initialize libdwfl: %s", dwfl_errmsg(-1));
+	const char *base = strrchr(path, '/');
+	mod = dwfl_report_offline(dwfl, base ? base + 1 : path, path, -1);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (mod && (elf = dwfl_module_getelf(mod, &bias))) {
+		rc = elf_has_symtab(elf);
+		if (!rc) {
+			/* finds the separate debug file, if any */
+			(void)dwfl_module_getdwarf(mod, &bias);
+			dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+		}
+		if (!rc && debugfile) {
+			elf_version(EV_CURRENT);
+			int fd = open(debugfile, O_RDONLY | O_CLOEXEC);
+			Elf *d = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+			rc = d && elf_has_symtab(d);
+			if (d)
+				elf_end(d);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	dwfl_end(dwfl);
+	return rc;
+}
+
 /* The Debian package that installed binary B (from dpkg's file lists),
  * or NULL.  Only for hints: reads a few MB, once per binary without debug
  * info.  Caller frees. */

@@ -90,13 +90,12 @@ read1() read (ACCT, the app's accounting, counts their reads).
 Percentage of KEY (us or bytes) of NAME in NAME and OTHERS, from C<acct>;
 undef when they hold none.
 
-=item C<check_abc(NAME, P, ACCT, WAITS, CLAIM, COVER, DIAG [, noleaf => 1])>
+=item C<check_abc(NAME, P, ACCT, WAITS, CLAIM, COVER, DIAG)>
 
 lj-lua-off-cpu on wait.lua's 1:2:3 sleeps (t/63, t/74): the shares of
 a(), b() and c() within CLAIM points of the app's own (from ACCT, on
-WAITS waits), the blocking call as the leaf of 90% of the time (with
-noleaf: no C leaf at all, as the SystemTap tapset names no native code
-of a stripped LuaJIT's process), and the graph at least COVER percent of
+WAITS waits), the blocking call as the leaf of 90% of the time, and the
+graph at least COVER percent of
 the app's time in them (the rest is on CPU); DIAG is shown when the
 coverage fails.
 
@@ -126,7 +125,7 @@ ngx-lua-yield on wait.conf's /yield (t/65, t/78): the requests that
 reach the floor of sleep2()'s share (2/3) within CLAIM points, with a
 margin (a request yields twice).
 
-=item C<check_yield(NAME, TEXT, REQS, CLAIM [, CONF [, noleaf => 1]])>
+=item C<check_yield(NAME, TEXT, REQS, CLAIM [, CONF [, unnamed => 1]])>
 
 ngx-lua-yield on /yield (t/65, t/78), TEXT being the session's stdout,
 its stderr and the app's accounting (C<# app: > lines) after REQS
@@ -136,8 +135,9 @@ and rooted at the content_by_lua chunk, none still open, and sleep2()
 and sleep1()'s shares within CLAIM points of the app's own timers and of
 the 2:1 asked for (with the bias the overrun the app measured makes).
 CONF: the name of nginx's configuration file, which names the chunk
-(default wait.conf).  noleaf: the C function it waited on is unnamed
-(C<C:0xADDR>, one address: SystemTap on a stripped nginx).  Returns
+(default wait.conf).  unnamed: the C function it waited on has no
+symbol (a stripped lua module): one function, named from the module's
+C<.eh_frame_hdr> as C<C:ngx_http_lua_module.so+0xADDR>.  Returns
 LjWait::parse's result.
 
 =item C<check_waits(NAME, TEXT)>
@@ -317,7 +317,7 @@ sub app_share {
 }
 
 sub check_abc {
-	my ($name, $p, $acct, $waits, $claim, $cover, $diag, %o) = @_;
+	my ($name, $p, $acct, $waits, $claim, $cover, $diag) = @_;
 	my @f = qw(a b c);
 	for my $i (0 .. 2) {
 		my @others = grep { $_ ne $f[$i] } @f;
@@ -325,15 +325,9 @@ sub check_abc {
 			app_share($acct, 'us', $f[$i], @others) // 0, $waits, claim => $claim)
 			or Test::More::diag(LjStacks::dump_stacks($p, 8));
 	}
-	if ($o{noleaf}) {
-		my $c = LjStacks::count_with($p, sub { $_[0] =~ /^C:/ });
-		Test::More::is($c, 0, "$name: no C leaf (no native code named without debug info)")
-			or Test::More::diag(LjStacks::dump_stacks($p, 8));
-	} else {
-		my $leaf = LjStacks::count_with($p, sub { $_[0] =~ /^C:\w*(?:nanosleep|usleep)/ });
-		Test::More::ok($leaf >= 0.9 * $p->{total}, "$name: the blocking call is the leaf ($leaf of $p->{total} us)")
-			or Test::More::diag(LjStacks::dump_stacks($p, 8));
-	}
+	my $leaf = LjStacks::count_with($p, sub { $_[0] =~ /^C:\w*(?:nanosleep|usleep)/ });
+	Test::More::ok($leaf >= 0.9 * $p->{total}, "$name: the blocking call is the leaf ($leaf of $p->{total} us)")
+		or Test::More::diag(LjStacks::dump_stacks($p, 8));
 	my $app = 0;
 	$app += ($acct->{$_} // {})->{us} // 0 for @f;
 	my $cov = $app ? 100 * $p->{total} / $app : 0;
@@ -403,12 +397,14 @@ sub check_yield {
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name") or Test::More::diag($o);
 	Test::More::ok($p->{total} > 0 && $p->{total} == ($w->{graph_us} // -1),
 		"$name: the graph's total is the time on stderr ($p->{total} us)") or Test::More::diag($o);
-	if ($opt{noleaf}) {
-		# (SystemTap without debug info: the C function, unnamed)
+	if ($opt{unnamed}) {
+		# (a stripped lua module: its function named by its address)
 		my %addr;
-		$addr{ $_->{frames}[0] } += $_->{count} for grep { $_->{frames}[0] =~ /^C:0x[0-9a-f]+$/ } @{ $p->{stacks} };
+		$addr{ $_->{frames}[0] } += $_->{count}
+			for grep { $_->{frames}[0] =~ /^C:ngx_http_lua_module\.so\+0x[0-9a-f]+$/ } @{ $p->{stacks} };
 		Test::More::ok(keys(%addr) == 1 && (values %addr)[0] == $p->{total},
-			"$name: every yield is under one C function, unnamed without debug info (" . join(' ', sort keys %addr) . ')')
+			"$name: every yield is under one C function, named by its address in the stripped module ("
+			. join(' ', sort keys %addr) . ')')
 			or Test::More::diag(LjStacks::dump_stacks($p, 8));
 	} else {
 		my $leaf = LjStacks::count_with($p, sub { $_[0] eq 'C:ngx_http_lua_ngx_sleep' });

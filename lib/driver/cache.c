@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* driver/cache.c - see driver/cache.h. */
+#include "driver/cache.h"
+#include "base/error.h"
+#include "base/wrapper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <utime.h>
+#include <unistd.h>
+
+#define CACHE_KEEP_DAYS 7
+
+void cache_hash(uint64_t *h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++) {
+		*h ^= p[i];
+		*h *= 0x100000001b3ULL;
+	}
+}
+
+int cache_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *p = xasprintf("%s/%s", path, e->d_name);
+		cache_remove_tree(p);
+		free(p);
+	}
+	closedir(d);
+	return rmdir(path);
+}
+
+int cache_mkdir_p(const char *path)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			int rc = error("cannot create '%s': %s", p, strerror(errno));
+			free(p);
+			return rc;
+		}
+		*s = '/';
+	}
+	int rc = 0;
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		rc = error("cannot create '%s': %s", p, strerror(errno));
+	free(p);
+	return rc;
+}
+
+/* Is every existing component of PATH owned by us or root and writable by
+ * nobody else?  What the cache holds is compiled into kernel modules, so
+ * it must not be a dir that another user can change (sudo -E keeps the
+ * caller's HOME). */
+static int trusted_path(const char *path)
+{
+	char *p = xstrdup(path);
+	int ok = 1;
+
+	for (char *slash = p; ok && slash; ) {
+		struct stat st;
+		slash = strchr(slash + 1, '/');
+		if (slash)
+			*slash = '\0';
+		if (lstat(*p ? p : "/", &st) == 0) {
+			/* a sticky dir (/tmp) protects the entries below it,
+			 * which are checked in turn */
+			ok = !S_ISLNK(st.st_mode) &&
+			     (st.st_uid == geteuid() || st.st_uid == 0) &&
+			     (!(st.st_mode & (S_IWGRP | S_IWOTH)) ||
+			      (slash && (st.st_mode & S_ISVTX)));
+		} else if (errno != ENOENT) {
+			ok = 0;
+		}
+		if (slash)
+			*slash = '/';
+	}
+	free(p);
+	return ok;
+}
+
+/* The cache dir: $XDG_CACHE_HOME/stap++ or ~/.cache/stap++, the first one
+ * that is trusted_path(); as root, else /var/cache/stap++.  NULL if none. */
+static char *cache_root(const char *what)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	char *cand[2] = {
+		xdg && *xdg == '/' ? xasprintf("%s/stap++", xdg) : NULL,
+		home && *home == '/' ? xasprintf("%s/.cache/stap++", home) : NULL,
+	};
+	char *root = NULL;
+
+	for (int i = 0; i < 2; i++) {
+		if (!root && cand[i] && trusted_path(cand[i]))
+			root = cand[i];
+		else if (cand[i]) {
+			if (!root)
+				warning("not using '%s' for %s: it can be changed "
+					"by another user", cand[i], what);
+			free(cand[i]);
+		}
+	}
+	if (!root && geteuid() == 0)
+		root = xstrdup("/var/cache/stap++");
+	return root;
+}
+
+/* Removes the entries KIND-* of ROOT but KEEP that no run used for
+ * CACHE_KEEP_DAYS (their stamp's time: a run that uses one touches it). */
+static void evict(const char *root, const char *kind, const char *stamp_name,
+		  const char *keep)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	size_t klen = strlen(kind);
+	time_t now = time(NULL);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (strncmp(e->d_name, kind, klen) != 0 || e->d_name[klen] != '-' ||
+		    strcmp(e->d_name, keep) == 0)
+			continue;
+		char *dir = xasprintf("%s/%s", root, e->d_name);
+		char *stamp = xasprintf("%s/%s", dir, stamp_name);
+		if (stat(stamp, &st) == 0 && now - st.st_mtime > CACHE_KEEP_DAYS * 86400) {
+			info(1, "removing '%s' from the cache: unused for %d days", dir,
+			     CACHE_KEEP_DAYS);
+			cache_remove_tree(dir);
+		}
+		free(stamp);
+		free(dir);
+	}
+	closedir(d);
+}
+
+char *cache_entry(const char *kind, const char *stamp_name, uint64_t hash, const char *what,
+		  const char *note, int (*fill)(const char *dir, void *ctx), void *ctx)
+{
+	char *root = cache_root(what), *dir = NULL, *stamp = NULL;
+	int rc = 0;
+
+	if (!root) {
+		error("cannot find a cache dir for %s", what);
+		hint("set XDG_CACHE_HOME or HOME to a directory only you can write");
+		return NULL;
+	}
+	dir = xasprintf("%s/%s-%016llx", root, kind, (unsigned long long)hash);
+	stamp = xasprintf("%s/%s", dir, stamp_name);
+	if (access(stamp, F_OK) == 0) {
+		if (!trusted_path(dir)) {
+			rc = error("%s '%s' can be changed by another user", what, dir);
+			hint("remove it, or set XDG_CACHE_HOME to a directory only you can write");
+		} else {
+			utime(stamp, NULL);	/* used now (evict) */
+		}
+		goto done;
+	}
+	if (cache_mkdir_p(root) < 0) {
+		rc = -1;
+		goto done;
+	}
+	if (!trusted_path(root)) {
+		rc = error("cache dir '%s' can be changed by another user", root);
+		hint("set XDG_CACHE_HOME to a directory only you can write");
+		goto done;
+	}
+	char *tmp = xasprintf("%s/.tmp-%s-XXXXXX", root, kind);
+	if (!mkdtemp(tmp)) {
+		rc = error("cannot create a temporary dir in '%s': %s", root, strerror(errno));
+		free(tmp);
+		goto done;
+	}
+	chmod(tmp, 0755);
+	char *tstamp = xasprintf("%s/%s", tmp, stamp_name);
+	rc = fill(tmp, ctx);
+	if (rc == 0)
+		rc = write_file(tstamp, note, strlen(note), 0644);
+	if (rc == 0 && rename(tmp, dir) < 0) {
+		int e = errno;
+		/* another stap++ may have won the race: its entry is used */
+		if (!((e == EEXIST || e == ENOTEMPTY) && access(stamp, F_OK) == 0))
+			rc = error("cannot rename '%s' to '%s': %s", tmp, dir, strerror(e));
+	}
+	cache_remove_tree(tmp);	/* (gone when renamed) */
+	if (rc == 0)
+		evict(root, kind, stamp_name, strrchr(dir, '/') + 1);
+	free(tstamp);
+	free(tmp);
+done:
+	free(stamp);
+	free(root);
+	if (rc < 0) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
