@@ -157,7 +157,8 @@ static void evict(const char *root, const char *kind, const char *stamp_name,
 }
 
 char *cache_entry(const char *kind, const char *stamp_name, uint64_t hash, const char *what,
-		  const char *note, int (*fill)(const char *dir, void *ctx), void *ctx)
+		  const char *note, int (*fill)(const char *tmp, const char *dir, void *ctx),
+		  void *ctx)
 {
 	char *root = cache_root(what), *dir = NULL, *stamp = NULL;
 	int rc = 0;
@@ -195,7 +196,7 @@ char *cache_entry(const char *kind, const char *stamp_name, uint64_t hash, const
 	}
 	chmod(tmp, 0755);
 	char *tstamp = xasprintf("%s/%s", tmp, stamp_name);
-	rc = fill(tmp, ctx);
+	rc = fill(tmp, dir, ctx);
 	if (rc == 0)
 		rc = write_file(tstamp, note, strlen(note), 0644);
 	if (rc == 0 && rename(tmp, dir) < 0) {

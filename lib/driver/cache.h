@@ -35,14 +35,15 @@ int cache_mkdir_p(const char *path);
 /*
  * cache_entry - the cache entry KIND-HASH (e.g. "runtime"): its path
  * (malloc'd) when it exists (its stamp file STAMP_NAME does); else
- * FILL(DIR, CTX) builds it in a new temporary directory DIR and returns
- * 0 (or -1 after error()), and the entry is published with the stamp
- * file, which holds NOTE.  WHAT names the
+ * FILL(TMP, DIR, CTX) builds it in a new temporary directory TMP (DIR:
+ * the entry's path, for messages) and returns 0 (or -1 after error()),
+ * and the entry is published with the stamp file, which holds NOTE.  WHAT names the
  * entry in messages ("the patched SystemTap runtime").  Returns NULL
  * after error() (and hints): no cache dir, one that another user can
  * change, or FILL failed.
  */
 char *cache_entry(const char *kind, const char *stamp_name, uint64_t hash, const char *what,
-		  const char *note, int (*fill)(const char *dir, void *ctx), void *ctx);
+		  const char *note, int (*fill)(const char *tmp, const char *dir, void *ctx),
+		  void *ctx);
 
 #endif

@@ -175,8 +175,9 @@ static int name_copies(const char *sysroot, const struct naming *n)
 /* cache_entry()'s FILL for a host target's sysroot: a copy of each -d
  * file at its path, the host's /usr/lib/debug as a link (stap looks for
  * separate debug files under the sysroot too), and the copies named. */
-static int fill_sysroot(const char *dir, void *ctx)
+static int fill_sysroot(const char *dir, const char *entry, void *ctx)
 {
+	(void)entry;
 	const struct naming *n = ctx;
 	for (size_t i = 0; i < n->dpaths->n; i++) {
 		const char *p = n->dpaths->v[i];

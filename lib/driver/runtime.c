@@ -369,19 +369,20 @@ static char *fix_names(unsigned fixes)
 
 /* cache_entry()'s FILL for the runtime: a copy of it with the fixes. */
 struct patch {
-	const char *rt;
+	const char *rt, *krelease, *names;
 	unsigned fixes;
 };
 
-static int patch_runtime(const char *dir, void *ctx)
+static int patch_runtime(const char *tmp, const char *dir, void *ctx)
 {
 	const struct patch *pc = ctx;
 	uint64_t h = 0;
 
-	info(1, "patching a copy of SystemTap runtime '%s' into '%s'", pc->rt, dir);
-	if (walk(pc->rt, dir, "", &h) < 0)
+	info(1, "patching a copy of SystemTap runtime '%s' into '%s' (fixes for kernel '%s': %s)",
+	     pc->rt, dir, pc->krelease, pc->names);
+	if (walk(pc->rt, tmp, "", &h) < 0)
 		return -1;
-	return apply_edits(dir, pc->fixes);
+	return apply_edits(tmp, pc->fixes);
 }
 
 int runtime_fix(const char *krelease, char **dir_out)
@@ -425,7 +426,7 @@ int runtime_fix(const char *krelease, char **dir_out)
 	char *names = fix_names(fixes);
 	char *note = xasprintf("SystemTap runtime %s patched by stap++ for kernel %s: %s\n",
 			       rt, krelease, names);
-	struct patch pc = { rt, fixes };
+	struct patch pc = { rt, krelease, names, fixes };
 	*dir_out = cache_entry("runtime", STAMP_NAME, h, "the patched SystemTap runtime", note, patch_runtime, &pc);
 	if (*dir_out)
 		info(1, "using the patched SystemTap runtime '%s' (fixes for kernel '%s': %s)",
