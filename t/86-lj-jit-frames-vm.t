@@ -8,19 +8,20 @@
 # shows that step() is one trace holding all six calls.
 #
 # - CPU (lj-lua-stacks, lines=1, 4,000 samples a second): nap() calls a
-#   function of a library built here (its symbol is a local one; the
-#   module names it with -d), which spins.  Each helper's share of the
+#   function of a library built here, which spins: for GC64, burn() has a
+#   local symbol; for non-GC64, a stripped copy of the library, where it
+#   has no symbol at all and is named from .eh_frame_hdr (stap++ gives stap
+#   a symbol table that names every function of a stripped file), as
+#   "C:libburn-stripped.so+0xADDR" at burn's address in the unstripped
+#   library, as the eBPF backend names it (t/85); the module names the
+#   library with -d.  Each helper's share of the
 #   samples in the helpers is 1:2:3 within 2 points, on the samples that
 #   claim needs; each such stack is the C leaf, the trace, nap at the line
 #   of its call, the helper, step; the statistics count the samples in JIT
 #   code by where they were, and those that show only the frames both
 #   snapshots around them hold.  Debug builds, GC64 and non-GC64.  And a
-#   GC64 copy without symbols or DWARF (the layout database) calling a
-#   stripped copy of the library, whose burn() has no symbol at all: the
-#   leaf is named from the library's .eh_frame_hdr (stap++ gives stap a
-#   symbol table that names every function of a stripped file), as
-#   "C:libburn-stripped.so+0xADDR" at burn's address in the unstripped
-#   library, as the eBPF backend names it (t/85); the stacks as above.
+#   GC64 copy without symbols or DWARF (the layout database) calling the
+#   stripped library: the same leaf and stacks (a few hundred samples).
 # - Off-CPU (lj-lua-off-cpu, lines=1): nap() blocks in usleep: each
 #   helper's share of the time blocked within 3 points of the app's own
 #   clock around its usleeps, on the waits that claim needs, none counted
@@ -65,12 +66,15 @@ my ($burn) = `nm $lib` =~ /^0*([0-9a-f]+) t burn$/m;
 ok $burn, "burn()'s address in the library: 0x" . ($burn // '?');
 # (the naming needs no share: a few hundred stacks)
 my $STRIP_SAMPLES = 1000;
+# each build's library, and its name of burn()
+my %burnlib = (gc64 => $lib, nogc64 => $libs);
+my %burnleaf = (gc64 => 'C:burn', nogc64 => 'C:libburn-stripped.so+0x' . ($burn // '?'));
 
 my %lj = map { $_ => "$ROOT/build/luajit-$_/bin/luajit" } qw(gc64 nogc64);
 my $bare = Bpf::stripped($lj{gc64});
 my @mods = (
 	(map { ["cpu_$_", "ljjf_cpu_$_", 'samples/lj-lua-stacks.sxx', exec => $lj{$_},
-		args => ['-d', $lib, '--arg', 'lines=1', '--arg', 'hz=4000']] } qw(gc64 nogc64)),
+		args => ['-d', $burnlib{$_}, '--arg', 'lines=1', '--arg', 'hz=4000']] } qw(gc64 nogc64)),
 	# (t/63's modules: make test builds them once; lines=1 at load time)
 	(map { ["off_$_", "offcpu_$_", 'samples/lj-lua-off-cpu.sxx', exec => "build/luajit-$_/bin/luajit"] }
 	 qw(gc64 nogc64)),
@@ -84,7 +88,7 @@ ok $ko{ $_->[0] }, "$_->[2] builds for $_->[4]" for @mods;
 
 for my $b (qw(gc64 nogc64)) {
 	# (the module stops itself once it took the samples: stapxx_samples)
-	$vm->case("cpu_$b" => LjWait::go_case(target => "$lj{$b} $app burn 0 \$go 20000 $lib",
+	$vm->case("cpu_$b" => LjWait::go_case(target => "$lj{$b} $app burn 0 \$go 20000 $burnlib{$b}",
 		module => "ljjf_cpu_$b.ko", params => "stapxx_samples=$SAMPLES", timeout => 200),
 		files => [$ko{"cpu_$b"}], timeout => 240) if $ko{"cpu_$b"};
 }
@@ -108,7 +112,7 @@ for my $b (qw(gc64 nogc64)) {
 	ok $case, "$name: the case ran" or next;
 	is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};
 	my $p = LjStacks::parse($case->{output});
-	my ($n, $other, $instep) = JitFrames::helpers($p, qr/^C:burn$/, $JitFrames::CALL{burn});
+	my ($n, $other, $instep) = JitFrames::helpers($p, qr/^\Q$burnleaf{$b}\E$/, $JitFrames::CALL{burn});
 	my $sum = 0;
 	$sum += $_ for values %$n;
 	JitFrames::check_split($name, $n, $sum, $CPU_CLAIM, 'samples');
