@@ -31,6 +31,11 @@ use Stats;
 use POSIX qw(ceil);
 use Time::HiRes qw(time sleep);
 use Test::More;
+# What a stack taken at an event reads of the target's memory (issue 26):
+# the same on any machine, so a bound holds it, as t/70's does for a
+# sample (about 14 words a frame and 5 to find the first): 36 to 54
+# reads on average on 2026-11-28.
+my $READS = 75;
 
 my $RATE = 512;
 my $CLAIM = 3;
@@ -72,6 +77,7 @@ for my $c (['gc64', 'jit', 1], ['gc64', 'nojit', 1], ['nogc64', 'jit', 2]) {
 	LjAlloc::accounted($name, $o, $RATE);
 	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes on average \(\d+ ns not sampled, \d+ ns sampled\), besides the uprobe trap \(\d+\.\d us each here, measured at the start\)$/m,
 		"$name: the probes' cost printed, and a uprobe trap's";
+	Bpf::check_reads($name, $o, 'lj-lua-alloc', 'sampled allocation', $READS);
 }
 
 # Stripped: no lj_mem_newgco to probe, nor any type to tell; Debian's

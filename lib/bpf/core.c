@@ -893,6 +893,23 @@ void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const 
 				c->t.name, t->nosnap[i], unit, why[i]);
 }
 
+void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, const char *event,
+		     const char *events)
+{
+	unsigned long long taken = 0, k = 0, seen = 0;
+
+	for (int i = 0; i < LJB_RH; i++)
+		taken += n[LJB_N_RH0 + i];
+	if (!taken)
+		return;
+	while (k < LJB_RH - 1 && (seen += n[LJB_N_RH0 + k]) * 100 < taken * 99)
+		k++;
+	fprintf(stderr, "WARNING: %s: %llu.%llu reads of the target's memory per %s on average "
+		"(%llu bytes), 99%% of the %s at most %s%llu\n", c->t.name,
+		n[LJB_N_READS] / taken, n[LJB_N_READS] * 10 / taken % 10, event,
+		n[LJB_N_RBYTES] / taken, events, k == LJB_RH - 1 ? "(over) " : "", 4 * k + 3);
+}
+
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
 		      unsigned long long unnamed, const char *events)
 {

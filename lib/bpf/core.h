@@ -322,6 +322,14 @@ void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const
  * ljb_print_limits). */
 void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const char *unit);
 
+/* Prints what the stacks taken cost in reads of the target's memory,
+ * from the statistics N (LJB_N_READS, LJB_N_RBYTES, the LJB_RH buckets):
+ * "NAME: X.Y reads of the target's memory per EVENT on average (B bytes),
+ * 99% of the EVENTS at most K" (counts that do not depend on the
+ * machine, unlike time); nothing when no stack was taken. */
+void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, const char *event,
+		     const char *events);
+
 /* Prints "NAME: N EVENTS skipped: WHY" for each fault reason of the
  * statistics N (LJB_N_*) and the UNNAMED stacks. */
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,

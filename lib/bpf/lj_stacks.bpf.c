@@ -33,11 +33,9 @@ int lj_sample(void *ctx)
 
 	if (!proc)
 		return 0;
-	__u64 r0 = ljb_reads_begin(), b0 = ljb_rbytes_begin();
 	count(LJB_N_SAMPLES, 1);
 	ljb_hadd(&psamples, &pid, 1);
 	ljb_take(pid, proc, &id);
-	ljb_reads_end(r0, b0);
 	count(LJB_N_COST, bpf_ktime_get_ns() - t0);
 	return 0;
 }

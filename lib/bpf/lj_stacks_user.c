@@ -177,15 +177,7 @@ static void report(struct session *s)
 			"probe on average (%llu.%02llu%% of a CPU at %llu samples/s)\n", name,
 			avg / 1000, avg % 1000 / 100, avg * hz / 10000000,
 			avg * hz / 100000 % 100, hz);
-		/* (reads do not depend on the machine, unlike time) */
-		unsigned long long k = 0, seen = 0, p99 = n[LJB_N_SAMPLES] * 99;
-		while (k < LJB_RH - 1 && (seen += n[LJB_N_RH0 + k]) * 100 < p99)
-			k++;
-		fprintf(stderr, "WARNING: %s: %llu.%llu reads of the target's memory per sample "
-			"on average (%llu bytes), 99%% of the samples at most %s%llu\n", name,
-			n[LJB_N_READS] / n[LJB_N_SAMPLES], n[LJB_N_READS] * 10 / n[LJB_N_SAMPLES] % 10,
-			n[LJB_N_RBYTES] / n[LJB_N_SAMPLES], k == LJB_RH - 1 ? "(over) " : "",
-			4 * k + 3);
+		ljb_print_reads(&s->c, n, "sample", "samples");
 	}
 	ljb_print_per_pid(&s->c, bpf_map__fd(s->skel->maps.psamples),
 			  "samples per process (pid:samples)");

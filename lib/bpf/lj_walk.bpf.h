@@ -670,9 +670,21 @@ static __always_inline void count_state(__s32 vmstate)
  * the ring buffer; with cfg.nowalk only the VM state is counted; with
  * cfg.noleaf (a uprobe at a C function's entry) the PC gives no leaf
  * frame (the tapset's ljw_stack drop).  Every
- * outcome is counted in stats (LJB_N_*).  Returns LJB_R_*.
+ * outcome is counted in stats (LJB_N_*), and so are the reads of the
+ * target's memory it made (ljb_reads_end).  Returns LJB_R_*.
  */
+static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64 *id);
+
 static __always_inline int ljb_take(__u32 pid, struct ljb_proc *proc, __u64 *id)
+{
+	__u64 r0 = ljb_reads_begin(), b0 = ljb_rbytes_begin();
+	int r = ljb_take_walk(pid, proc, id);
+
+	ljb_reads_end(r0, b0);
+	return r;
+}
+
+static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64 *id)
 {
 	__u32 zero = 0, f = 0, sf = 0, sz = 0;
 	struct pt_regs *regs;

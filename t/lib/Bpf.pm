@@ -96,6 +96,14 @@ Made once per test file in t/out, named NAME (a library's soname) or
 after PATH; dies unless C<readelf> shows C<.dynsym>, no C<.symtab>, and
 DWARF only when asked for.
 
+=item C<check_reads(NAME, TEXT, TOOL, EVENT, MAX)>
+
+What a stack taken at each EVENT (wait, call, yield, sampled
+allocation) read of the target's memory (issue 26), from TOOL's line in
+TEXT: on average more than 0 and at most MAX reads (counts that do not
+depend on the machine, so a bound holds them), the 99th percentile at
+least the average.  Returns the average.
+
 =item C<check_accounted(NAME, PARSED, NOVM)>
 
 The statistics account for every sample taken: the Lua stacks, those not
@@ -332,6 +340,16 @@ sub stripped {
 	die "$copy: not stripped as expected\n" unless $sections =~ /\.dynsym/ && $sections !~ /\.symtab/
 		&& ($sections =~ /\.debug_info/ xor !$dwarf);
 	return $copy;
+}
+
+sub check_reads {
+	my ($name, $text, $tool, $event, $max) = @_;
+	my ($avg, $bytes, $over, $p99) = $text =~ /^WARNING: \Q$tool\E: (\d+\.\d) reads of the target's memory per \Q$event\E on average \((\d+) bytes\), 99% of the \Q$event\Es at most (\(over\) )?(\d+)$/m;
+	Test::More::ok(defined $avg && $avg > 0 && $avg <= $max && ($over || $p99 >= $avg),
+		sprintf('%s: %s reads of the target\'s memory per %s on average (%s bytes; at most %d), 99%% at most %s',
+			$name, $avg // '?', $event, $bytes // '?', $max, $over ? 'over' : $p99 // '?'))
+		or Test::More::diag(join("\n", grep { /^WARNING: \Q$tool\E: / } split /\n/, $text));
+	return $avg;
 }
 
 sub check_accounted {
