@@ -7,7 +7,6 @@
 #include "driver/cache.h"
 #include "driver/stap.h"
 #include "driver/symbols.h"
-#include "target/proc.h"
 
 #include <errno.h>
 #include <stdint.h>
