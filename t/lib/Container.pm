@@ -124,7 +124,12 @@ sub nginx {
 	for (1 .. 100) {
 		sleep 0.1;
 		($c->{master}) = split ' ', `pgrep -P $pid` or next;
-		@workers = split ' ', `pgrep -P $c->{master}`;
+		# (children of the master that are nginx's workers: a child that
+		# was none, gone a moment later, was once taken for the worker,
+		# t/80 in the REPEAT run of 2026-11-28; PID 1 runs the init
+		# script's commands before it is nginx)
+		@workers = grep { (slurp("/proc/$_/cmdline") // '') =~ /^nginx: worker process/ }
+			split ' ', `pgrep -P $c->{master}`;
 		last if @workers >= $w && system("curl -s -o /dev/null http://127.0.0.1:$port/") == 0;
 	}
 	$c->{workers} = \@workers;
