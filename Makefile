@@ -103,6 +103,7 @@ lib/bpf/lj_offcpu_user.o: lib/bpf/lj_offcpu.skel.h
 lib/bpf/lj_fio_user.o: lib/bpf/lj_fio.skel.h
 lib/bpf/lj_yield_user.o: lib/bpf/lj_yield.skel.h
 lib/bpf/lj_alloc_user.o: lib/bpf/lj_alloc.skel.h
+lib/bpf/lj_exectime_user.o: lib/bpf/lj_exectime.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)

@@ -15,6 +15,7 @@ use TestUtil;
 use VM;
 use LjWait;
 use Bpf;
+use ExecTime;
 use File::Path ();
 
 my $R = $ROOT;
@@ -24,49 +25,8 @@ $vm->ktree or do { done_testing(); exit };
 my $nginx = "$R/build/nginx/sbin/nginx";
 
 
-open my $fh, '>', "$out/nginx.conf" or die "$out/nginx.conf: $!";
-print $fh <<'CONF';
-daemon off;
-master_process on;
-error_log logs/error.log warn;
-pid logs/nginx.pid;
-events { worker_connections 64; }
-http {
-    access_log off;
-    init_by_lua_block {
-        local ffi = require "ffi"
-        ffi.cdef [[
-            struct t45_ts { long sec, nsec; };
-            int clock_gettime(int clk, struct t45_ts *ts);
-        ]]
-        local ts = ffi.new("struct t45_ts")
-        function now_us()
-            ffi.C.clock_gettime(1, ts)    -- CLOCK_MONOTONIC
-            return tonumber(ts.sec) * 1000000 + tonumber(ts.nsec) / 1000
-        end
-        spun = { n = 0, us = 0, min = 1e9 }
-    }
-    server {
-        listen 127.0.0.1:8080 reuseport;
-        location = /spin {
-            content_by_lua_block {
-                local t0 = now_us()
-                local t = os.clock() + 0.002
-                while os.clock() < t do end
-                ngx.say("spun")
-                local us = now_us() - t0
-                spun.n, spun.us, spun.min = spun.n + 1, spun.us + us, math.min(spun.min, us)
-            }
-        }
-        location = /spun {
-            content_by_lua_block { ngx.say(string.format("spun %d %d %d", spun.n, spun.us, spun.min)) }
-        }
-        location = /fast { content_by_lua_block { ngx.say("ok") } }
-        location = /sleep { content_by_lua_block { ngx.sleep(0.2) ngx.say("slept") } }
-    }
-}
-CONF
-close $fh;
+# the app (t/apps/exectime.conf; t/88 runs it on eBPF)
+spit("$out/nginx.conf", slurp("$R/t/apps/exectime.conf"));
 
 # Debian's stock nginx, with the lua module (which exports the handlers)
 # and libluajit2, stripped: the same app, loaded as the lua module's docs
@@ -126,19 +86,6 @@ $vm->case(stock => ngx_case(run => '-x $worker "$VM_JOB"/exectime_s.ko', reqs =>
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};
 
-# count, done, yielded, declined, errors, min, avg, max, histogram total
-sub parse {
-	my ($o) = @_;
-	my %p;
-	@p{qw(calls done yielded declined errors)} =
-		$o =~ /^content handler: (\d+) calls: (\d+) ran to the end, (\d+) yielded, (\d+) declined, (\d+) errors$/m;
-	@p{qw(min avg max)} = $o =~ m{^min/avg/max: (\d+)/(\d+)/(\d+) us$}m;
-	my $h = 0;
-	$h += $1 while $o =~ /^\s*\d+ \|@*\s+(\d+)$/mg;
-	$p{hist} = $h;
-	return \%p;
-}
-
 # The requests came once the uprobes were in every worker (the case's
 # own lines say so).
 sub placed_ok {
@@ -146,20 +93,6 @@ sub placed_ok {
 	my @in = $o =~ /^# uprobes placed in (\d+)$/mg;
 	ok @in == $n && $o !~ /^# uprobes not placed/m, "$name: the requests came once the uprobes were in the $n worker(s)"
 		or diag $o;
-}
-
-# Each handler call runs inside its request, which the shell timed
-# around the client: the calls' total and the longest call are at most
-# the requests'.  A tool that timed more than the handler (the /sleep
-# requests' 200 ms in ngx.sleep, the time between requests) fails it.
-sub within_requests {
-	my ($name, $o, $p) = @_;
-	my @took = $o =~ /^# took \S+ (\d+)$/mg;
-	my ($sum, $max) = (0, 0);
-	for (@took) { $sum += $_; $max = $_ if $_ > $max }
-	ok @took && defined $p->{avg} && $p->{avg} * $p->{calls} <= $sum && $p->{max} <= $max,
-		sprintf('%s: the handlers took %d us in all, %d at most, within their %d requests\' %d us, %d at most',
-			$name, ($p->{avg} // 0) * ($p->{calls} // 0), $p->{max} // 0, scalar @took, $sum, $max) or diag $o;
 }
 
 my %p;
@@ -171,33 +104,7 @@ sub check_spin {
 	placed_ok($name, $o, 1);
 	like $o, qr/^WARNING: ngx-lua-exec-time: timing the Lua content, rewrite and access handlers; press Ctrl-C to stop$/m,
 		"$name: says what it times on stderr";
-	my $p = parse($o);
-	within_requests($name, $o, $p);
-	is "@$p{qw(calls done yielded declined errors)}", '20 20 0 0 0',
-		"$name: 20 requests, 20 content handler calls that ran to the end" or diag $o;
-	# (Not "at least the 2 ms of CPU time the spin asks for": under TCG
-	# the guest's CPU clock, which os.clock reads, and its wall clock part
-	# under host load; a spin once took 1.68 ms by the wall clock.  The
-	# app's own wall clock below is the truth.)
-	# The wall-clock time of the spin depends on the guest's load (it
-	# was 11.8 ms on average on a loaded host, 51 ms at most): the app's
-	# own clock around its code is the truth.  The handler holds the
-	# code, and adds its own cost (the coroutine, the request's end, the
-	# probes), slowed by the same load: 7.3 ms on average in a run where
-	# the /fast handler, the same cost around no code, took 4.3 ms.  That
-	# cost is no bound under load (the spin's once came to 5.1 ms more
-	# than its code, while /fast averaged 0.8 ms): the upper bound is the
-	# requests' own time, by the shell's clock around the client.
-	my ($n, $us, $min) = $o =~ /^# spun (\d+) (\d+) (\d+)$/m;
-	is $n, 20, "$name: the app timed its 20 spins" or diag $o;
-	my $app = $n ? $us / $n : 0;
-	$p->{app} = $app;
-	ok $app && $p->{avg} >= $app, sprintf("$name: avg %d us >= the app's own %d us (the handler holds its code)", $p->{avg}, $app)
-		or diag $o;
-	ok $min && $p->{min} >= $min, "$name: min $p->{min} us >= the app's own $min us" or diag $o;
-	ok $p->{max} >= $p->{avg}, "$name: max >= avg";
-	is $p->{hist}, 20, "$name: the histogram holds the 20 calls" or diag $o;
-	unlike $o, qr/^(rewrite|access) handler:/m, "$name: no rewrite or access handler (none configured)";
+	my $p = ExecTime::check_spin($name, $o);
 	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, "$name: no SystemTap errors or warnings" or diag $o;
 	return $p;
 }
@@ -212,18 +119,7 @@ CASE: {
 	my $o = $c->{output};
 	is $c->{status}, 0, 'fast: staprun status 0' or diag $o;
 	placed_ok('fast', $o, 1);
-	my $p = parse($o);
-	within_requests('fast', $o, $p);
-	is "@$p{qw(calls done yielded declined errors)}", '35 30 5 0 0',
-		'fast: 30 /fast ran to the end, 5 /sleep yielded (ngx.sleep)' or diag $o;
-	ok defined $p->{max} && $p->{max} < 200000, "fast: max $p->{max} us < 200 ms (the ngx.sleep(0.2) is not measured)"
-		or diag $o;
-	# (the averages are not compared: a loaded guest once added 5 ms to
-	# each spin, and could as well to the fast calls)
-	ok $p{spin}{min} && $p->{min} < $p{spin}{min},
-		"fast: min below the spinning handler's ($p->{min} < $p{spin}{min}, the spin's 2 ms of CPU time)"
-		or diag $o;
-	is $p->{hist}, 35, 'fast: the histogram holds the 35 calls' or diag $o;
+	ExecTime::check_fast('fast', $o, $p{spin});
 	unlike $o, qr/^(ERROR|WARNING):(?! ngx-lua-exec-time: )/m, 'fast: no SystemTap errors or warnings' or diag $o;
 }
 CASE: {
@@ -231,7 +127,7 @@ CASE: {
 	my $o = $c->{output};
 	is $c->{status}, 0, 'master: staprun status 0' or diag $o;
 	placed_ok('master', $o, 2);
-	my $p = parse($o);
+	my $p = ExecTime::parse($o);
 	is "@$p{qw(calls done yielded)}", '40 40 0', 'master: the 40 requests to either of 2 workers' or diag $o;
 	is $p->{hist}, 40, 'master: the histogram holds the 40 calls' or diag $o;
 }

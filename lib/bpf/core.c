@@ -339,8 +339,12 @@ static void refresh(struct ljb_core *c)
 		int have = bpf_map_lookup_elem(c->pids_fd, &k, &v) == 0;
 		uint64_t g;
 
-		if (have && v.g)
+		if (have && (v.g || c->novm))
 			continue;
+		if (c->novm) {		/* (no VM looked for) */
+			put_proc(c, p[i], 0, have);
+			continue;
+		}
 		g = ljb_find_G(p[i], &c->ly, c->st);
 		if (!g && have)
 			g = from_dispatch(c, p[i], v.r14);
@@ -378,14 +382,17 @@ static int alive(const struct ljb_target *t)
 	return st != 'Z' && st != 'X';
 }
 
-int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
-		  const struct ljb_textopts *to, struct dw_set *dw, long maxstacks)
+/* ljb_core_open, and ljb_core_open_novm with NOVM (TO NULL, DW unused). */
+static int core_open(struct ljb_core *c, const struct ljb_target *t,
+		     const struct ljb_textopts *to, struct dw_set *dw, long maxstacks, int novm)
 {
 	pid_t *p = NULL;
 
 	memset(c, 0, sizeof(*c));
 	c->t = *t;
-	c->to = *to;
+	if (to)
+		c->to = *to;
+	c->novm = novm;
 	libbpf_set_print(libbpf_print);
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		error("this kernel has no BTF (/sys/kernel/btf/vmlinux): the eBPF backend "
@@ -394,7 +401,7 @@ int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
 		     "with CONFIG_DEBUG_INFO_BTF=y");
 		return -1;
 	}
-	if (ljb_layout_load(dw, t->exec, &c->ly) < 0)
+	if (!novm && ljb_layout_load(dw, t->exec, &c->ly) < 0)
 		return -1;
 	if (!targets(t, &p)) {
 		free(p);
@@ -428,6 +435,17 @@ int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
 	return 0;
 }
 
+int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
+		  const struct ljb_textopts *to, struct dw_set *dw, long maxstacks)
+{
+	return core_open(c, t, to, dw, maxstacks, 0);
+}
+
+int ljb_core_open_novm(struct ljb_core *c, const struct ljb_target *t)
+{
+	return core_open(c, t, NULL, NULL, 1, 1);
+}
+
 int ljb_core_start(struct ljb_core *c)
 {
 	put_syms(c);
@@ -436,10 +454,12 @@ int ljb_core_start(struct ljb_core *c)
 	return 0;
 }
 
-struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
-				 const char *name, const char *const *why)
+/* ljb_core_uprobe and ljb_core_uretprobe: at the entry of NAME, or at
+ * its returns (RET). */
+static struct bpf_link *uprobe_named(struct ljb_core *c, struct bpf_program *prog,
+				     const char *name, const char *const *why, int ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = name);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = name, .retprobe = ret);
 	uint64_t addr = ljb_symtab_addr(c->st, name);
 	const struct ljb_file *f = addr ? ljb_symtab_file(c->st, addr) : NULL;
 	struct bpf_link *l;
@@ -453,8 +473,21 @@ struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
 	}
 	l = bpf_program__attach_uprobe_opts(prog, c->t.pid ? c->t.pid : -1, f->path, 0, &uo);
 	if (!l)
-		error("cannot attach a uprobe to %s in '%s': %s", name, f->path, strerror(errno));
+		error("cannot attach a %s to %s in '%s': %s", ret ? "uretprobe" : "uprobe", name,
+		      f->path, strerror(errno));
 	return l;
+}
+
+struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
+				 const char *name, const char *const *why)
+{
+	return uprobe_named(c, prog, name, why, 0);
+}
+
+struct bpf_link *ljb_core_uretprobe(struct ljb_core *c, struct bpf_program *prog,
+				    const char *name, const char *const *why)
+{
+	return uprobe_named(c, prog, name, why, 1);
 }
 
 /* What ljb_uprobe_cost() probes (called through a volatile pointer: not

@@ -44,6 +44,8 @@ struct ljb_opts {
 	long rate, on, period;	/* lj-lua-alloc: bytes per sample; ms armed of
 				   every period ms */
 	long stacks;		/* resty-memory: the parts as stacks (bytes) */
+	long handler;		/* ngx-lua-exec-time: 0 all, 1 content, 2 rewrite,
+				   3 access */
 	const char *diff;	/* resty-memory: an earlier run's output, or NULL */
 };
 
@@ -95,8 +97,8 @@ struct ljb_core {
 	size_t ntexts;
 	long *tindex;		/* texts by hash: index + 1, 0 empty */
 	size_t tindex_cap;
-	/* finding the VM (lib/bpf/vm.c) */
-	int vm_named;
+	/* finding the VM (lib/bpf/vm.c); novm: not looked for */
+	int vm_named, novm;
 	uint64_t *bad_g;
 	size_t nbad_g;
 	struct ljb_scan { pid_t pid; double next; } *scans;
@@ -169,6 +171,13 @@ struct ljb_core {
 int ljb_core_open(struct ljb_core *c, const struct ljb_target *t,
 		  const struct ljb_textopts *to, struct dw_set *dw, long maxstacks);
 
+/*
+ * ljb_core_open_novm - as ljb_core_open, for a sample that takes no Lua
+ * stack (ngx-lua-exec-time): no layouts, no VM looked for (the pids map
+ * has each target process, with G 0), no stacks.
+ */
+int ljb_core_open_novm(struct ljb_core *c, const struct ljb_target *t);
+
 /* Says that the program could not be loaded (libbpf's last message and
  * what the kernel needs); returns -1. */
 int ljb_core_load_error(void);
@@ -194,6 +203,11 @@ uint64_t ljb_core_G(struct ljb_core *c, pid_t pid);
  */
 struct bpf_link *ljb_core_uprobe(struct ljb_core *c, struct bpf_program *prog,
 				 const char *name, const char *const *why);
+
+/* ljb_core_uretprobe - as ljb_core_uprobe, at the returns of NAME (a
+ * SEC("uretprobe") program). */
+struct bpf_link *ljb_core_uretprobe(struct ljb_core *c, struct bpf_program *prog,
+				    const char *name, const char *const *why);
 
 /*
  * ljb_core_uprobe_at - as ljb_core_uprobe, at the address ADDR of the

@@ -228,4 +228,28 @@ enum {
 	LJB_A_FAST, LJB_A_FASTN, LJB_A_SLOW, LJB_A_SLOWN, LJB_A_LOST, LJB_A_MAX
 };
 
+/* ngx-lua-exec-time (lj_exectime.bpf.c): the calls of one Lua handler of
+ * lua-nginx-module (per-CPU array xstats, by LJB_X_CONTENT...): by how
+ * they returned, their microseconds (sum, least and most) and a log2
+ * histogram of them as SystemTap's @hist_log keeps one (hist[0]: 0 us,
+ * hist[b]: 2^(b-1) to 2^b - 1 us), and the programs' own cost (ns, calls
+ * timed).  A call in progress is kept in map starts, by thread. */
+enum { LJB_X_CONTENT, LJB_X_REWRITE, LJB_X_ACCESS, LJB_X_NH };
+enum { LJB_X_DONE, LJB_X_YIELDED, LJB_X_DECLINED, LJB_X_ERROR, LJB_X_NKIND };
+#define LJB_X_BUCKETS 65
+
+struct ljb_exec {
+	__u64 calls, sum_us, min_us, max_us;
+	__u64 kind[LJB_X_NKIND];
+	__u64 hist[LJB_X_BUCKETS];
+	__u64 cost_ns, cost_n;
+	__u64 unseen;	/* returns whose entry was not seen (the call began
+			   before the probes) */
+};
+
+struct ljb_xstart {
+	__u64 t0;	/* bpf_ktime_get_ns() at the entry */
+	__u32 h, pad;	/* LJB_X_* */
+};
+
 #endif

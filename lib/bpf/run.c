@@ -3,9 +3,11 @@
 #include "bpf/run.h"
 #include "base/error.h"
 #include "base/source.h"
+#include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "bpf/core.h"
 #include "bpf/lj_alloc_user.h"
+#include "bpf/lj_exectime_user.h"
 #include "bpf/layout.h"
 #include "bpf/lj_fio_user.h"
 #include "bpf/lj_offcpu_user.h"
@@ -41,6 +43,7 @@ struct opt {
 #define W(name, w) { #name, 0, 0, offsetof(struct ljb_opts, name), w, 0 }
 #define S(name) { #name, 0, 0, offsetof(struct ljb_opts, name), NULL, 1 }
 static const char *const weights[] = { "us", "bytes", NULL };
+static const char *const handlers[] = { "all", "content", "rewrite", "access", NULL };
 #define BIG (1L << 30)
 
 /* An option of the sample that an implementation does not honour, and
@@ -81,6 +84,8 @@ static const struct impl impls[] = {
 	{ "lj-lua-alloc", "samples/lj-lua-alloc.sxx", ljb_alloc_run,
 	  { O(time, 0, BIG), O(rate, 2, BIG), O(depth, 1, LJB_MAX_FRAMES), O(on, 0, BIG),
 	    O(period, 1, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
+	{ "ngx-lua-exec-time", "samples/ngx-lua-exec-time.sxx", ljb_exectime_run,
+	  { O(time, 0, BIG), W(handler, handlers) }, { { 0 } } },
 	{ "resty-memory", "samples/resty-memory.sxx", ljb_memory_run,
 	  { O(stacks, 0, 1), S(diff) }, { { 0 } } },
 };
@@ -187,9 +192,13 @@ static int options(const struct bpf_run_opts *o, const struct impl *im,
 			for (n = 0; op->words[n] && (!w || strcmp(op->words[n], w) != 0); n++)
 				;
 			if (!op->words[n]) {
-				/* (the SystemTap sample's words) */
-				error("--arg %s must be %s or %s, not '%s'", p->name, op->words[0],
-				      op->words[1], w ? w : "");
+				/* (the SystemTap sample's words: "A, B or C") */
+				struct buf sb = {0};
+				for (size_t k = 0; op->words[k]; k++)
+					buf_addf(&sb, "%s%s", k == 0 ? "" : op->words[k + 1] ? ", " : " or ",
+						    op->words[k]);
+				error("--arg %s must be %s, not '%s'", p->name, sb.s, w ? w : "");
+				buf_free(&sb);
 				return EXIT_USAGE;
 			}
 			*(long *)((char *)lo + op->off) = n;
