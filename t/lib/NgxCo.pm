@@ -67,10 +67,7 @@ sub check {
 	my $wrap = 'co.lua:' . LjStacks::line_of($app, qr/^local function in_wrap\(\)/);
 	my $thread = 'co.lua:' . LjStacks::line_of($app, qr/^local function in_thread\(\)/);
 	Test::More::is_deeply(LjStacks::bad($p, $name), [], "$name: well-formed output");
-	my $st = $p->{stats} // {};
-	Test::More::ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0),
-	               "$name: at most 1% of the samples skipped (" . ($st->{skipped} // '?') . ')')
-		or Test::More::diag(join("\n", @{ $p->{warnings} // [] }));
+	LjStacks::skipped_ok($name, $p);
 	my $frame_re = qr/^(?:[\w.-]+\.lua(?::\w+)?|\Q$chunk\E|trace#\d+:\S+:\d+|$LjStacks::C_FRAME|builtin(?::\w+|#\d+)|\[resume\])$/;
 	my @garbage = grep { $_ !~ $frame_re } map { @{ $_->{frames} } } @{ $p->{stacks} };
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
