@@ -21,8 +21,8 @@
 
 /* x86-64 user registers (struct pt_regs; di, si, dx, cx, r8: a
  * function's or a system call's first arguments, sp: at a function's
- * entry, where its return address is, ax: at its return, the value); CO-RE relocates the fields against
- * the running kernel's BTF. */
+ * entry, where its return address is, ax: at its return, the value);
+ * CO-RE relocates the fields against the running kernel's BTF. */
 struct pt_regs {
 	unsigned long ax, bx, cx, dx, si, di, ip, sp, r8, r14;
 } __attribute__((preserve_access_index));
