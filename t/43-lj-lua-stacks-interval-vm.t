@@ -68,12 +68,16 @@ for my $i (0 .. $#blocks) {
 		# each block starts where the one before ended
 		$ok_order = 0 unless $b->{start} == $prev->{start} + $prev->{duration};
 	}
-	# a full block lasts about a second (timer probes under TCG: 0.5-2 s)
-	$ok_dur = 0 if $i < $#blocks && ($b->{duration} < 5e8 || $b->{duration} > 2e9);
+	# a full block lasts a second or more: the interval timer does not
+	# fire early (0.5 s allows for the block before it ending late), but
+	# fires late on a guest the host starves (2.03 s once, under a REPEAT
+	# run and a build loop); the blocks' span above, which the exit timer
+	# ends, bounds them all
+	$ok_dur = 0 if $i < $#blocks && $b->{duration} < 5e8;
 }
 ok($ok_order, 'each block starts when the previous one ended')
 	or diag(join "\n", map { "$_->{start} $_->{duration}" } @blocks);
-ok($ok_dur, 'full blocks last about one second')
+ok($ok_dur, 'full blocks last half a second or more (a timer fires late, never early)')
 	or diag(join "\n", map { "$_->{start} $_->{duration}" } @blocks);
 my $now = time;
 ok(abs($blocks[0]{start} / 1e9 - $now) < 3600, 'start is wall clock time (Unix ns)')

@@ -352,9 +352,10 @@ sub check_seed {
 	}
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
 	if (!$o{lines}) {
-		my $unnamed = count_with($p, sub { grep { /^test\.lua:\d+$/ } @_ });
+		my $by_line = sub { grep { /^test\.lua:\d+$/ } @_ };
+		my $unnamed = count_with($p, $by_line);
 		Test::More::is($unnamed, 0, "$name: every test.lua function named as its caller called it")
-			or Test::More::diag(dump_stacks($p, 8));
+			or Test::More::diag(dump_stacks($p, 8, $by_line));
 	}
 	my @root = @{ $o{root} };
 	my $unrooted = count_with($p, sub {
