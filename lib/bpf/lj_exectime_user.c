@@ -216,10 +216,10 @@ int ljb_exectime_run(const struct ljb_target *t, const struct ljb_opts *o, struc
 			goto out;
 	}
 	trap = ljb_uprobe_cost(in[0]);
-	snprintf(verb, sizeof(verb), "timing the Lua %s",
-		 o->handler ? (o->handler == 1 ? "content handler" : o->handler == 2 ?
-			       "rewrite handler" : "access handler")
-			    : "content, rewrite and access handlers");
+	if (o->handler)
+		snprintf(verb, sizeof(verb), "timing the Lua %s handler", handler_name[o->handler - 1]);
+	else
+		snprintf(verb, sizeof(verb), "timing the Lua content, rewrite and access handlers");
 	gone = ljb_core_loop(&c, o->time, verb, "", &traced);
 	if (gone < 0)
 		goto out;
