@@ -168,11 +168,13 @@ test:
 	dev/deps
 	$(MAKE) all
 ifeq ($(REPEAT),)
-	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -rf t/out/times.log t/out/.stapconf-warm t/out/.modules
+	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -rf t/out/times.log t/out/.stapconf-warm t/out/.modules \
+		t/out/.diag/retried.txt
 	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
 		{ dev/vm-run --stop-server; dev/test-times | head -n 12; dev/test-digest; exit 1; }
 	dev/vm-run --stop-server
 	dev/test-times | head -n 12
+	@dev/test-digest --retried
 else
 	STAPXX_VM_SERVER=1 STAPXX_PROVE_RULES="$(PROVE_RULES)" dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS) $(if $(RESUME),--resume) || \
 		{ dev/vm-run --stop-server; exit 1; }

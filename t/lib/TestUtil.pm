@@ -83,7 +83,8 @@ sub spit {
 }
 
 # Run argv (no shell); returns (exit code, stdout, stderr).  The exit code
-# is 128 + N when the command was killed by signal N.
+# is 128 + N when the command was killed by signal N, 255 (and a line
+# saying so in its output) when it could not be waited for.
 # Options (an optional first argument, a hash ref):
 #   cwd    => DIR        run there (default: $ROOT)
 #   env    => {NAME => value, or undef to unset}
@@ -119,8 +120,14 @@ sub run_cmd {
 		print STDERR "run_cmd: $@";
 		POSIX::_exit(127);
 	}
-	waitpid($pid, 0);
-	my $rc = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+	my $rc;
+	if (waitpid($pid, 0) == $pid) {
+		$rc = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+	} else {
+		$rc = 255;
+		my $why = "run_cmd: waitpid($pid) of $cmd[0]: $!\n";
+		if (open(my $fh, '>>', $opt->{merge} ? $out : $err)) { print $fh $why; close $fh; }
+	}
 	my $o = slurp($out) // '';
 	my $e = $opt->{merge} ? '' : slurp($err) // '';
 	unlink(grep { /^\Q$tmp\E/ } $out, $err);

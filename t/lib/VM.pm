@@ -89,7 +89,10 @@ with C<diag>).
 
 Builds several modules as C<build> does, C<$STAPXX_BUILD_JOBS> (default 2)
 at a time, and returns their paths (or C<undef>) in order.  A failed build's
-output is shown with C<diag>.  Under C<make test> (C<$STAPXX_MODULE_CACHE>)
+output is shown with C<diag>.  A build that ended without stap++ failing
+(its process killed by a signal, or gone without a log) is said, with the
+host's memory, disks and load, and run once more: C<make test> prints such
+builds at its end, whether it passed or not.  Under C<make test> (C<$STAPXX_MODULE_CACHE>)
 a module is built once a run for each command line: tests that build the
 same script for the same target with the same options and module name
 share it.
@@ -394,6 +397,46 @@ sub _build_shared {
 	return ($rc, $log);
 }
 
+# One build in a child process: its status and output in
+# $out/.build-K.log ("STATUS\nOUTPUT"), whatever happens in it (a die is
+# the log's text, status 255).
+sub _build_child {
+	my ($self, $k, $name, $argv) = @_;
+	my ($rc, $log) = eval { $self->_build_shared($name, $argv) };
+	($rc, $log) = (255, "the build's process died: " . ($@ || "no error\n")) unless defined $rc;
+	eval { spit("$self->{out}/.build-$k.log", "$rc\n$log"); 1 }
+		or print STDERR "VM::builds: $name: cannot write its log: $@";
+	POSIX::_exit(0);
+}
+
+# What the host looked like when a build failed without saying why (its
+# process killed, or no log): memory, disks, load, the kernel's OOM killer.
+sub _host_state {
+	my $s = '';
+	for my $cmd ('uptime', 'free -m', "df -h $ROOT/t/out /tmp", 'cat /proc/sys/kernel/pid_max; ls /proc | grep -c "^[0-9]"',
+		'dmesg 2>/dev/null | grep -iE "oom|killed process" | tail -n 5') {
+		$s .= "\$ $cmd\n" . (`$cmd 2>&1` // '');
+	}
+	return $s;
+}
+
+# A build run again (builds) is said at the end of make test, passed or
+# failed (t/out/.diag/retried.txt, printed by dev/test-digest): what made it
+# fail is never hidden.
+sub _note_retry {
+	my ($msg) = @_;
+	my $test = $0 =~ m{([\w.-]+)\.t$} ? $1 : $0;
+	open(my $fh, '>>', "$ROOT/t/out/.diag/retried.txt") or return;
+	print $fh "--- t/$test.t\n$msg";
+	close $fh;
+}
+
+# Builds SPECS ([module name, script, %options] each) on the host,
+# $STAPXX_BUILD_JOBS (default 2) at a time; returns each one's .ko path,
+# undef for a build that failed (its log in a diag).  A build whose
+# process ended without a log or was killed by a signal did not fail in
+# stap++: that is said, with the host's state, and the build is run once
+# more on its own.
 sub builds {
 	my ($self, @specs) = @_;
 	my $tree = $self->ktree or return map { undef } @specs;
@@ -401,39 +444,44 @@ sub builds {
 	my $jobs = $ENV{STAPXX_BUILD_JOBS} || 2;
 	my $t0 = Time::HiRes::time();
 	warm_stapconf($tree);
-	my (%running, @rc);
-	my $next = 0;
-	while ($next < @specs || %running) {
-		while ($next < @specs && keys(%running) < $jobs) {
-			my $k = $next++;
-			unlink "$self->{out}/$specs[$k][0].ko";
+	my %running;
+	my @todo = (0 .. $#specs);
+	my (%tried, @ko, @logs);
+	while (@todo || %running) {
+		while (@todo && keys(%running) < $jobs) {
+			my $k = shift @todo;
+			unlink "$self->{out}/$specs[$k][0].ko", "$self->{out}/.build-$k.log";
 			my $pid = fork() // die "fork: $!";
-			if (!$pid) {
-				my ($rc, $log) = $self->_build_shared($specs[$k][0], $argv[$k]);
-				spit("$self->{out}/.build-$k.log", "$rc\n$log");
-				POSIX::_exit(0);
-			}
+			$self->_build_child($k, $specs[$k][0], $argv[$k]) unless $pid;
 			$running{$pid} = $k;
 		}
 		my $pid = waitpid(-1, 0);
 		last if $pid < 0;
-		delete $running{$pid};
-	}
-	$self->_times('build', Time::HiRes::time() - $t0, join(',', map { $_->[0] } @specs));
-	my @ko;
-	for my $k (0 .. $#specs) {
+		my $k = delete $running{$pid} // next;
+		my $status = $?;
 		my $name = $specs[$k][0];
-		my ($rc, $log) = (slurp("$self->{out}/.build-$k.log") // "255\n") =~ /\A(\d+)\n(.*)\z/s;
+		my $raw = slurp("$self->{out}/.build-$k.log");
 		unlink "$self->{out}/.build-$k.log";
-		$self->{build_log} = "\$ @{ $argv[$k] }\n$log";
+		my ($rc, $log) = defined $raw && $raw =~ /\A(\d+)\n(.*)\z/s ? ($1, $2)
+			: (255, "the build's process (pid $pid) left no log; its wait status: $status\n");
+		my $why = !defined $raw || $rc >= 128 ? "not stap++'s failure" : '';
+		$logs[$k] = "\$ @{ $argv[$k] }\n$log";
 		my $ko = "$self->{out}/$name.ko";
-		if ($rc != 0 || !-f $ko) {
-			Test::More::diag("module '$name' failed to build (status $rc):\n" . $self->{build_log});
-			$ko = undef;
+		if ($rc == 0 && -f $ko) {
+			$ko[$k] = $ko;
+		} elsif ($why && !$tried{$k}++) {
+			my $msg = "module '$name' did not build (status $rc, $why), built again:\n$logs[$k]" . _host_state();
+			Test::More::diag($msg);
+			_note_retry($msg);
+			push @todo, $k;
+		} else {
+			Test::More::diag("module '$name' failed to build (status $rc):\n$logs[$k]"
+				. ($why ? _host_state() : ''));
 		}
-		push @ko, $ko;
 	}
-	return @ko;
+	$self->{build_log} = $logs[-1];
+	$self->_times('build', Time::HiRes::time() - $t0, join(',', map { $_->[0] } @specs));
+	return map { $ko[$_] } 0 .. $#specs;
 }
 
 sub case {
