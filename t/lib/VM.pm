@@ -390,8 +390,8 @@ sub _build_shared {
 	}
 	my ($rc, $log) = run_cmd({ cwd => $self->{out}, merge => 1 }, @$argv);
 	if ($rc == 0 && -f $ko) {
-		spit("$dir/$key.from", $self->{name});
-		link($ko, "$dir/$key.ko");
+		# (the cache is a convenience: a build never fails on it)
+		link($ko, "$dir/$key.ko") if eval { spit("$dir/$key.from", $self->{name}); 1 };
 	}
 	close $lk;
 	return ($rc, $log);
