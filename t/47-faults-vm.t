@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/lib";
 use TestUtil;
 use VM;
 use LjStacks;
+use Stats ();
 use Test::More;
 
 my $vm = VM->new;
@@ -215,7 +216,10 @@ if (my $case = $c->{pidreuse}) {
 	my $st = $p->{stats} // {};
 	ok(($st->{nolua} // 0) >= 50, "PID reuse: dd's samples counted as not running Lua ($st->{nolua})") or diag $o;
 	ok(($st->{lua} // 0) >= 50, "PID reuse: the target's samples before ($st->{lua})") or diag $o;
-	ok(($st->{skipped} // 1e9) <= 0.01 * ($st->{samples} // 0), "PID reuse: not as faults ($st->{skipped} skipped)") or diag $o;
+	# dd's samples are not faults: the skipped ones are held to the bound
+	# of every lj-lua-stacks run (the start-up window of the C functions'
+	# symbols apart)
+	LjStacks::skipped_ok('PID reuse', $p);
 	my $alien = LjStacks::count_with($p, sub { !grep { /^(?:run|test)\.lua/ } @_ });
 	is $alien, 0, 'PID reuse: no stack outside the target\'s Lua code (nothing misattributed)';
 }
@@ -223,9 +227,15 @@ if (my $case = $c->{coros}) {
 	is $case->{status}, 0, '1,000 coroutines: staprun status 0' or diag $case->{output};
 	my $p = complete('1,000 coroutines', $case);
 	my $st = $p->{stats} // {};
-	my $lost = ($st->{skipped} // 1e9) + ($st->{broken} // 0);
-	ok $lost <= 0.01 * ($st->{samples} // 0), "1,000 coroutines and GC storms: at most 1% lost ($lost of $st->{samples})"
-		or diag $case->{output};
+	# lost: skipped (held as in every run) or dropped as inconsistent,
+	# at most 1% of the samples plus 4 standard deviations of that count
+	LjStacks::skipped_ok('1,000 coroutines and GC storms', $p);
+	my $n = $st->{samples} // 0;
+	my $tol = $n ? Stats::tolerance(0.01, $n) : 0;
+	my $broken = $st->{broken} // 1e9;
+	ok $n && 100 * $broken / $n <= 1 + $tol,
+		sprintf('1,000 coroutines and GC storms: at most 1%% of the stacks inconsistent, +%.2f points at 4 sigma (%s of %d)',
+			$tol, $broken, $n) or diag $case->{output};
 	my $co = LjStacks::count_with($p, sub { LjStacks::has_seq(\@_, '[resume]', 'builtin:resume') && $_[-1] eq 'C:pmain'
 		&& grep { $_ eq 'hostile.lua:burn_many' } @_ });
 	ok $co > 0, "1,000 coroutines: burn_many <- [resume] <- builtin:resume <- ... <- C:pmain ($co samples)"
