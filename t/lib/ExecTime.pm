@@ -25,17 +25,23 @@ sub parse {
 }
 
 # Each handler call runs inside its request, which the client timed: the
-# calls' total and the longest call are at most the requests'.  A tool
-# that timed more than the handler (the /sleep requests' 200 ms in
-# ngx.sleep, the time between requests) fails it.
+# calls' total is at most the requests'.  The longest call is at most the
+# longest request plus TAIL_US: the handler finalizes its request (the
+# response goes out) before it returns, so the client can stop its clock
+# while the call ends (9 us past it once on eBPF, under a build loop; a
+# worker preempted there adds a time slice).  A tool that timed more than
+# the handler (the /sleep requests' 200 ms in ngx.sleep, the time between
+# requests) fails it.
+use constant TAIL_US => 50_000;
 sub within_requests {
 	my ($name, $o, $p) = @_;
 	my @took = $o =~ /^# took \S+ (\d+)$/mg;
 	my ($sum, $max) = (0, 0);
 	for (@took) { $sum += $_; $max = $_ if $_ > $max }
-	Test::More::ok(@took && defined $p->{avg} && $p->{avg} * $p->{calls} <= $sum && $p->{max} <= $max,
-		sprintf('%s: the handlers took %d us in all, %d at most, within their %d requests\' %d us, %d at most',
-			$name, ($p->{avg} // 0) * ($p->{calls} // 0), $p->{max} // 0, scalar @took, $sum, $max))
+	Test::More::ok(@took && defined $p->{avg} && $p->{avg} * $p->{calls} <= $sum && $p->{max} <= $max + TAIL_US,
+		sprintf('%s: the handlers took %d us in all, %d at most, within their %d requests\' %d us, %d at most '
+			. '(+%d us for a call\'s end after its response)',
+			$name, ($p->{avg} // 0) * ($p->{calls} // 0), $p->{max} // 0, scalar @took, $sum, $max, TAIL_US))
 		or Test::More::diag($o);
 }
 
