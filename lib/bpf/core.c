@@ -172,6 +172,7 @@ static int on_event(void *ctx, void *data, size_t size)
 			e->end = LJB_END_TRUNC;
 	}
 	e->nosnap = r.snapwhy > 0 ? (uint8_t)r.snapwhy : 0;
+	e->unsure = r.unsure ? 1 : 0;
 	buf_free(&b);
 	if (r.unsure && e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
 		e->asked = 1;
@@ -665,6 +666,8 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 		if (e->end == LJB_END_TRUNC)
 			t->truncated += n;
 		t->nosnap[e->nosnap] += n;
+		if (e->unsure)
+			t->unsure += n;
 		c->texts[e->text].count += n;
 	}
 }
@@ -924,6 +927,11 @@ void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const 
 			fprintf(stderr, "WARNING: %s: %llu %s in traces show no frames the trace "
 				"inlined: %s (printed with the trace and its base frame)\n",
 				c->t.name, t->nosnap[i], unit, why[i]);
+	if (t->unsure)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks with a function shown by its first "
+			"line, not by the name its caller called it by: the caller's value that "
+			"tells a direct call from a tail call had changed before it was read, at "
+			"every sample of the stack (printed)\n", c->t.name, t->unsure, unit);
 }
 
 void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, const char *event,

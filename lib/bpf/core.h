@@ -56,6 +56,9 @@ struct ljb_idtext {
 	uint32_t end;		/* LJB_END_* */
 	uint8_t asked;		/* its frames asked for again (resend map) */
 	uint8_t resent;		/* ... times so far */
+	uint8_t unsure;		/* its text left a function's name out: the
+				   caller's value that checks it had changed
+				   at every try (ljb_stack_text) */
 	uint8_t nosnap;		/* in a trace: why the frames it inlined are
 				   not shown (LJB_SNAP_*, 0: they are) */
 };
@@ -68,6 +71,7 @@ struct ljb_text {
 /* What a report found in the kernel's counts, by stack (ljb_core_add). */
 struct ljb_tally {
 	unsigned long long truncated, broken, lost, unnamed;
+	unsigned long long unsure;	/* (printed, a function by its first line) */
 	unsigned long long nosnap[LJB_SNAP_NWHY];	/* (printed without the
 							   frames a trace inlined) */
 };

@@ -22,7 +22,9 @@ C<stats> and C<asked> (the samples it was to stop at, from its start line
 "sampling ... or N samples": --arg samples or stapxx_samples).  Returns a hash ref: C<stacks> (array of { frames => [...],
 count => N }, in output order), C<total> (sum of counts), C<stats> (hash:
 samples, lua, jit, interp, c, gc, other, nolua, novm, skipped, dropped,
-truncated, broken, cost_us: the probe's time per sample, and cost_pct: that
+truncated, broken, unsure (eBPF: samples whose stack shows a function by
+its first line because the caller's value that checks its name had
+changed), cost_us: the probe's time per sample, and cost_pct: that
 share of a CPU; on eBPF reads, rbytes and reads_p99: the reads of the
 target's memory per sample, their bytes, and the count 99% of the samples
 stay within; undef when the lines are missing), C<pids> (samples per
@@ -178,6 +180,8 @@ sub parse {
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+\.\d) reads of the target's memory per sample on average \((\d+) bytes\), 99% of the samples at most (\(over\) )?(\d+)$/) {
 			# (eBPF; the last session's)
 			@{ $p{stats} }{qw(reads rbytes reads_p99)} = ($1, $2, $3 ? 1e9 : $4);
+		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) samples in stacks with a function shown by its first line, not by the name/) {
+			$add->([qw(unsure)], $1);    # (eBPF: the name's check read a changed value)
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: samples per process \(pid:samples\):((?: \d+:\d+)*)$/) {
 			for (split ' ', $1) {
 				my ($pid, $n) = split /:/;
@@ -353,9 +357,21 @@ sub check_seed {
 	Test::More::is_deeply(\@garbage, [], "$name: every frame is a well-formed name");
 	if (!$o{lines}) {
 		my $by_line = sub { grep { /^test\.lua:\d+$/ } @_ };
+		# The eBPF backend checks a name against the caller's slot read
+		# after the sample (a tail call is told apart by it); when the
+		# slot changed at every sample of a stack (a rare stack, a table
+		# chosen anew by each request: t/apps/nginx.conf), its function is
+		# shown by its first line, and counted on stderr.
 		my $unnamed = count_with($p, $by_line);
-		Test::More::is($unnamed, 0, "$name: every test.lua function named as its caller called it")
+		my $unsure = $st->{unsure} // 0;
+		Test::More::ok($unnamed <= $unsure,
+			"$name: every test.lua function named as its caller called it, but for the "
+			. "$unsure samples counted with a name unchecked ($unnamed shown by line)")
 			or Test::More::diag(dump_stacks($p, 8, $by_line));
+		my $most = $p->{total} ? $p->{total} * (0.1 + Stats::tolerance(0.001, $p->{total})) / 100 : 0;
+		Test::More::cmp_ok($unsure, '<=', $most,
+			sprintf("%s: names left unchecked in at most 0.1%% + 4 sigma of the %d samples printed",
+				$name, $p->{total}));
 	}
 	my @root = @{ $o{root} };
 	my $unrooted = count_with($p, sub {
