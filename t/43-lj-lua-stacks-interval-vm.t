@@ -84,12 +84,14 @@ ok(abs($blocks[0]{start} / 1e9 - $now) < 3600, 'start is wall clock time (Unix n
 	or diag("start $blocks[0]{start}, now $now");
 
 # the middle (full) blocks each carry the seed app's 2 : 1 split, within
-# 4 sigma of their own counts (a second of samples: about 6 points at
-# 1,000); one without foo and bar samples fails
+# 4 sigma of their own counts at the design effect of the guest's samples
+# ($VM::SAMPLE_DESIGN: a second of samples, about 12 points at 1,000);
+# one without foo and bar samples fails
 for my $i (1 .. $#blocks - 1) {
 	my $b = $blocks[$i];
 	my $n = $b->{foo} + $b->{bar};
-	share_ok("block $i: foo of foo + bar", $n ? 100 * $b->{foo} / $n : undef, 200 / 3, $n);
+	share_ok("block $i: foo of foo + bar", $n ? 100 * $b->{foo} / $n : undef, 200 / 3, $n,
+		design => $VM::SAMPLE_DESIGN);
 }
 # and all of them together, at 4 sigma of their count (the blocks span
 # 4 s of wall time, whose samples a loaded host makes fewer: 1,400 to
@@ -98,7 +100,8 @@ for my $i (1 .. $#blocks - 1) {
 	my ($foo, $bar) = (0, 0);
 	$foo += $_->{foo}, $bar += $_->{bar} for @blocks;
 	my $n = $foo + $bar;
-	share_ok('all blocks: foo of foo + bar', $n ? 100 * $foo / $n : undef, 200 / 3, $n);
+	share_ok('all blocks: foo of foo + bar', $n ? 100 * $foo / $n : undef, 200 / 3, $n,
+		design => $VM::SAMPLE_DESIGN);
 }
 
 my $stats = LjStacks::parse(join "\n", grep { /^WARNING: / } @lines)->{stats};

@@ -33,7 +33,7 @@ use Test::More;
 
 my $vm = VM->new;
 my $S = 'samples/lj-lua-stacks.sxx';
-my %CLAIM = (jit => 3, nojit => 3);    # as t/40
+my %CLAIM = (jit => 6, nojit => 6);    # as t/40, at $VM::SAMPLE_DESIGN
 # The default rate, and the loop counts t/40 had at it (see there): at
 # 4,000 a second with loops a quarter as long, the stripped binary's
 # unnamed C functions (skipped: no symbol) took 1.0% of the samples once.
@@ -74,7 +74,7 @@ for my $b (qw(gc64 nogc64)) {
 	next unless $ko{$b};
 	for my $mode (qw(jit nojit)) {
 		$vm->case("${b}_$mode" => VM::staprun_sh(target => "$bare{$b} $run $secs $mode plain $N{$mode}",
-			module => "ljs_strip_$b.ko", ready => 'sleep 1', samples => LjStacks::seed_samples($CLAIM{$mode})),
+			module => "ljs_strip_$b.ko", ready => 'sleep 1', samples => LjStacks::seed_samples($CLAIM{$mode}, $VM::SAMPLE_DESIGN)),
 			files => [$ko{$b}], timeout => 180);
 	}
 }
@@ -85,7 +85,7 @@ File::Path::make_path($vm->out . '/stock');
 my $stock_conf = $vm->out . '/stock/nginx.conf';
 spit($stock_conf, Bpf::stock_conf(slurp($conf), $conf));
 my $chunk_line = LjStacks::chunk_line($stock_conf);
-my $stock_samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{jit}));
+my $stock_samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{jit}, $VM::SAMPLE_DESIGN));
 $vm->case(stock => <<"SH", files => [$ko{stock}, $stock_conf], timeout => 180) if $ko{stock};
 mkdir -p logs
 export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=100000
@@ -133,7 +133,7 @@ for my $b (qw(gc64 nogc64)) {
 		is $case->{status}, 0, "$name: staprun status 0" or diag $case->{output};
 		my $p = LjStacks::parse($case->{output});
 		my ($f, $n) = LjStacks::check_seed($name, $p, app => $app, root => ['run.lua', $pmain{$b}], mode => $mode,
-			lines => 0, claim => $CLAIM{$mode});
+			lines => 0, claim => $CLAIM{$mode}, design => $VM::SAMPLE_DESIGN);
 		note sprintf('%s: foo %.1f%% of %d foo + bar samples, %d samples (%d before the VM was found) in %.1f s',
 			$name, $f // 0, $n, $p->{stats}{samples} // 0, $p->{stats}{novm} // 0, $p->{wall} // 0);
 		Bpf::check_accounted($name, $p);
@@ -158,7 +158,7 @@ for my $b (qw(gc64 nogc64)) {
 		unlike $case->{output}, qr/\[(alert|emerg|crit)\]/, 'stock nginx: no errors in error.log';
 		my $p = LjStacks::parse($case->{output});
 		my ($f, $n) = LjStacks::check_seed('stock nginx', $p, app => $app, root => ["content_by_lua(nginx.conf:$chunk_line)"],
-			mode => 'jit', lines => 0, claim => $CLAIM{jit});
+			mode => 'jit', lines => 0, claim => $CLAIM{jit}, design => $VM::SAMPLE_DESIGN);
 		note sprintf('stock nginx: foo %.1f%% of %d foo + bar samples, %d samples (%d before the VM was found)',
 			$f // 0, $n, $p->{stats}{samples} // 0, $p->{stats}{novm} // 0);
 		Bpf::check_accounted('stock nginx', $p);

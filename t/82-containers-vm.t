@@ -25,7 +25,7 @@ use POSIX ();
 use Test::More;
 
 my $vm = VM->new;
-my %CLAIM = (x => 3, master => 5);
+my %CLAIM = (x => 6, master => 10);    # at $VM::SAMPLE_DESIGN (t/40)
 my $HZ = 2000;
 my $app = "$ROOT/t/apps/test.lua";
 
@@ -47,7 +47,7 @@ ok $ko{master}, 'and in master mode (--master -)';
 for my $name (grep { $ko{$_} } qw(x master)) {
 	my $master = $name eq 'master';
 	my $run = $master ? qq{"\$VM_JOB"/ct_ljs_master.ko stapxx_master=\$master} : qq{-x \$worker "\$VM_JOB"/ct_ljs.ko};
-	my $samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{$name}));
+	my $samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{$name}, $VM::SAMPLE_DESIGN));
 	my $sample = VM::sample_sh("staprun $run", $master ? '$(pgrep -P $master)' : '$worker', $samples, undef,
 		stop => 1, hz => $HZ);
 	my $conns = $master ? 32 : 8;
@@ -76,7 +76,7 @@ for my $name (grep { $ko{$_} } qw(x master)) {
 	is $ns{$master // 0}, 1, "$name: nginx's master is PID 1 in the guest's container";
 	my $p = LjStacks::parse($o);
 	LjStacks::check_seed("$name", $p, app => $app, root => ["content_by_lua(nginx.conf:$line)"],
-		mode => 'jit', lines => 0, claim => $CLAIM{$name});
+		mode => 'jit', lines => 0, claim => $CLAIM{$name}, design => $VM::SAMPLE_DESIGN);
 	my $pids = $p->{pids} // {};
 	my $all = 0;
 	$all += $_ for values %$pids;

@@ -40,10 +40,11 @@ of the first kind that is in step()'s trace.  (Before step() has its
 trace, nap() may have its own, or none: the helpers then have frames on
 the Lua stack.)
 
-=item C<check_split(NAME, N, TOTAL, CLAIM, WHAT [, TRUTH])>
+=item C<check_split(NAME, N, TOTAL, CLAIM, WHAT [, TRUTH [, DESIGN]])>
 
 share_ok of each helper's weight in N (from C<helpers>) of TOTAL against
-TRUTH (default C<%TRUTH>) within CLAIM points.
+TRUTH (default C<%TRUTH>) within CLAIM points, the samples at design
+effect DESIGN (Stats; default 1).
 
 =back
 
@@ -87,11 +88,11 @@ sub helpers {
 }
 
 sub check_split {
-	my ($name, $n, $total, $claim, $what, $truth) = @_;
+	my ($name, $n, $total, $claim, $what, $truth, $design) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	for my $h (qw(alpha beta gamma)) {
 		share_ok("$name: $h\'s share of the $what in the helpers", 100 * ($n->{$h} // 0) / ($total || 1),
-			 100 * ($truth // \%TRUTH)->{$h}, $total, claim => $claim);
+			 100 * ($truth // \%TRUTH)->{$h}, $total, claim => $claim, design => $design);
 	}
 }
 

@@ -67,14 +67,16 @@ share of the time), C<ffi-native> (natively: sqrt a small share, but the
 native leaf on a trace); any other mode dies), C<lines> (0 or 1), C<claim>
 (the points within which foo's share of the foo + bar samples is 2/3, the
 split the workload makes: foo calls heavy() twice, bar once; the samples
-must reach Stats::floor for it).  Returns foo's share (percent) and the
-foo + bar samples.
+must reach Stats::floor for it), C<design> (the samples' design effect,
+default 1: C<$VM::SAMPLE_DESIGN> for a module's in the VM).  Returns foo's
+share (percent) and the foo + bar samples.
 
-=item C<seed_samples(CLAIM)>
+=item C<seed_samples(CLAIM [, DESIGN])>
 
 The samples a case asks for (VM::sample_sh, Bpf::stacks_samples) so that
-check_seed's foo share reaches its floor for CLAIM points: the floor and
-a tenth more for the samples outside foo and bar.
+check_seed's foo share reaches its floor for CLAIM points at design
+effect DESIGN (default 1): the floor and a tenth more for the samples
+outside foo and bar.
 
 =item C<check_dropping(NAME, P, WHAT, FRAMES, IS_FRAME)>
 
@@ -283,8 +285,8 @@ our $C_FRAME = qr/C:[\w.\@-]+(?:\+0x[0-9a-f]+)?/;
 our $FOO = 2 / 3;
 
 sub seed_samples {
-	my ($claim) = @_;
-	return POSIX::ceil(1.1 * Stats::floor($FOO, $claim));
+	my ($claim, $design) = @_;
+	return POSIX::ceil(1.1 * Stats::floor($FOO, $claim, $design));
 }
 
 my %SEED_MODES = map { $_ => 1 } qw(jit nojit ffi ffi-native);
@@ -407,7 +409,7 @@ sub check_seed {
 	my $bar = count_with($p, sub { grep { $_ eq 'test.lua:bar' } @_ });
 	my $n = $foo + $bar;
 	my $pf = $n ? 100 * $foo / $n : undef;
-	Stats::share_ok("$name: foo of foo + bar", $pf, 100 * $FOO, $n, claim => $o{claim});
+	Stats::share_ok("$name: foo of foo + bar", $pf, 100 * $FOO, $n, claim => $o{claim}, design => $o{design});
 	# Outside foo and bar the app runs main's own code, its caller (run.lua's
 	# loop, the content_by_lua chunk) and the C functions they call: in
 	# nginx, ngx.say's number formatting and output filters.  That share is

@@ -25,13 +25,15 @@ C<[resume]> is followed by one of those C functions.  The split, the
 workload's own (co.lua spins N, 2N and N): co_burn is 1/3 of the co_burn +
 th_burn samples within o{claim} points (the samples must reach the floor),
 late_burn 1/4 of the three within 4 sigma plus the bias late_bias() bounds
-(o{hz}: the sampling rate, default 1000).  Returns the shares of co_burn,
+(o{hz}: the sampling rate, default 1000; o{design}: the samples' design
+effect, Stats, default 1).  Returns the shares of co_burn,
 th_burn and late_burn among the three (percent; 25, 50, 25 expected).
 
-=item C<samples(CLAIM)>
+=item C<samples(CLAIM [, DESIGN])>
 
 The samples a case asks for (VM::sample_sh, Bpf::stacks_samples) so that
-check's co_burn share reaches its floor for CLAIM points: co_burn +
+check's co_burn share reaches its floor for CLAIM points at design effect
+DESIGN (default 1): co_burn +
 th_burn are 3/4 of the samples, and a tenth more.
 
 =item C<late_bias(COST_US, HZ)>
@@ -108,10 +110,10 @@ sub check {
 	my $two = $n{co_burn} + $n{th_burn};
 	my $all = $two + $n{late_burn};
 	Stats::share_ok("$name: co_burn of co_burn + th_burn", $two ? 100 * $n{co_burn} / $two : undef, 100 / 3, $two,
-		claim => $o{claim});
+		claim => $o{claim}, design => $o{design});
 	my $bias = late_bias(($p->{stats} // {})->{cost_us} // 0, $o{hz} // 1000);
 	Stats::share_ok("$name: late_burn of the three", $all ? 100 * $n{late_burn} / $all : undef, 25, $all,
-		bias => $bias, why => 'late_burn is sampled less, its short stacks cost the probe less time');
+		design => $o{design}, bias => $bias, why => 'late_burn is sampled less, its short stacks cost the probe less time');
 	return map { $all ? 100 * $n{$_} / $all : 0 } qw(co_burn th_burn late_burn);
 }
 
@@ -131,8 +133,8 @@ sub late_bias {
 }
 
 sub samples {
-	my ($claim) = @_;
-	return POSIX::ceil(1.1 * Stats::floor(1 / 3, $claim) / 0.75);
+	my ($claim, $design) = @_;
+	return POSIX::ceil(1.1 * Stats::floor(1 / 3, $claim, $design) / 0.75);
 }
 
 sub nginx {

@@ -183,6 +183,25 @@ summed over the sessions; M: the whole; C: the guest's CPUs online, in
 /proc/stat); the last session's
 status (or the first failed one's) is in C<$rc> (and C<$?>).
 
+=item C<$VM::SAMPLE_DESIGN>
+
+The design effect (Stats) of the guest's CPU samples: every share of
+timer samples taken in the VM is asserted with C<< design => $VM::SAMPLE_DESIGN >>
+(4), and its claim's floor counts that many samples as one.  The
+guest's clock is the host's, so a host that deschedules the qemu thread
+that runs the target moves the guest's sampling timer against the
+target's work, and the samples come in clusters.  On an idle host they
+spread less than independent ones (t/40's gc64 nojit case, 4,400
+samples: foo's share had a standard deviation of 0.43 points over 8
+sessions, 0.71 binomial); under a build loop on both host cores plus a
+CPU spinner on the host and one in the guest, 2.2 times the binomial
+variance over 16 sessions and 3 times over 9, and CI's own load
+(session 19) moved two of its cases 3.4 points, 4.8 binomial sigmas.
+4 bounds what was measured with room; a walker that loses or swaps a
+frame moves foo's share by 16.7 points or more (2/3 to
+1/2).  Counts of events (calls,
+waits, bytes) are exact, not sampled: no design effect.
+
 =item C<VM::nginx_up(%opts)>, C<VM::nginx_down()>
 
 Shell text that starts the debug nginx (C<build/nginx/sbin/nginx>) in the
@@ -521,6 +540,9 @@ wait \$pid 2>/dev/null
 exit \$rc
 SH
 }
+
+# the design effect of the guest's CPU samples (see the POD)
+our $SAMPLE_DESIGN = 4;
 
 sub sample_sh {
 	my ($cmd, $pids, $samples, $timeout, %o) = @_;
