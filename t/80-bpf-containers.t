@@ -10,6 +10,8 @@
 #   warning, no layout from the database);
 # - --master: nginx is PID 1 in its namespace; both workers sampled;
 # - Debian's stock, stripped nginx and libluajit2 in the container;
+# - a luajit in a chroot jail (the host's namespaces, another root): the
+#   seed split of t/70;
 # - lj-lua-off-cpu on wait.conf's /offcpu: a(), b(), c() 1:2:3 as the app
 #   measures them.
 # Each names the processes by host PID with their PID in the container
@@ -78,6 +80,31 @@ sub check_origin {
 	my @host = grep { /no debug info|using layout|\Q'$decoy'\E/ } @{ $p->{warnings} // [] };
 	is_deeply \@host, [], "-x: the host's file at that path is not read" or diag join("\n", @host);
 	isnt $c->{nspids}{$w}, $w, "-x: the worker's PID in the container is not the host's ($c->{nspids}{$w})";
+}
+
+# A chrooted luajit (chroot(8), in the host's namespaces): the kernel
+# gives its paths with the jail's directory in front; stap++ reads its
+# files under /proc/PID/root by the paths the process knows
+{
+	my $j = Container::jail("$ROOT/build/luajit-gc64/bin/luajit-2.1.0-beta3", '/app/run.lua', 3600, 'jit', 'plain', 5000000);
+	ok Bpf::ready($j->{pid}), 'chroot: the target runs';
+	like readlink("/proc/$j->{pid}/exe") // '', qr{^\Q$j->{root}$j->{exe}\E$}, 'chroot: the kernel names its executable with the jail in front';
+	my ($st, $out, $err, $p) = Bpf::stacks_samples(['-x', $j->{pid}], [$j->{pid}], LjStacks::seed_samples($CLAIM), 'hz=4000');
+	# the SystemTap driver (t/golden/fake-stap, as below): stap gets the
+	# jail's luajit by the path the process knows, in its --sysroot
+	my $log = "$ROOT/t/out/80-fake-stap.$$.jail.log";
+	my ($sst, undef, $serr) = run_cmd({ env => { STAPXX_STAP => "$ROOT/t/golden/fake-stap", FAKE_STAP_LOG => $log } },
+		"$ROOT/stap++", '--no-runtime-fix', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $j->{pid});
+	my $l = slurp($log) // '';
+	unlink $log;
+	is $sst, 0, 'chroot: SystemTap: stap++ ran stap' or diag $serr;
+	like $l, qr{^argv: -d\nargv: \Q$j->{exe}\E$}m, 'chroot: SystemTap: -d names luajit as the jail does' or diag $l;
+	like $l, qr{^sysroot: \.\Q$j->{exe}\E$}m, 'chroot: SystemTap: the jail\'s luajit is in the sysroot' or diag $l;
+	kill 'TERM', $j->{pid};
+	waitpid($j->{pid}, 0);
+	is $st, 0, 'chroot: status 0' or diag $err;
+	LjStacks::check_seed('chroot', $p, app => $app, root => ['run.lua', 'C:pmain'], mode => 'jit', lines => 0, claim => $CLAIM);
+	Bpf::check_accounted('chroot', $p);
 }
 
 # --master: nginx is the container's PID 1

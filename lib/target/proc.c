@@ -127,13 +127,47 @@ char *proc_mntns(pid_t pid)
 	return xstrdup(buf);
 }
 
+/* The root directory of PID as the kernel renders it to us (readlink of
+ * /proc/PID/root), kept for the last PID asked; NULL if unreadable.  A
+ * chrooted process's root reads as its directory ("/srv/jail"), and the
+ * kernel renders the paths in its exe link and maps the same way, with
+ * that directory in front. */
+static const char *root_seen(pid_t pid)
+{
+	static pid_t last;
+	static char root[PATH_MAX];
+	char link[64];
+	ssize_t n;
+
+	if (pid == last)
+		return root;
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, root, sizeof(root) - 1);
+	if (n < 0)
+		return NULL;
+	root[n] = '\0';
+	last = pid;
+	return root;
+}
+
 int proc_file(pid_t pid, const char *path, char **out)
 {
 	int foreign = proc_foreign(pid);
+	const char *root;
+	size_t n;
 
 	if (foreign < 0)
 		return -1;
-	*out = foreign ? xasprintf("/proc/%d/root%s", (int)pid, path) : xstrdup(path);
+	if (!foreign) {
+		*out = xstrdup(path);
+		return 0;
+	}
+	/* the part of PATH under the process's root: the path it knows */
+	root = root_seen(pid);
+	n = root ? strlen(root) : 0;
+	if (n > 1 && strncmp(path, root, n) == 0 && path[n] == '/')
+		path += n;
+	*out = xasprintf("/proc/%d/root%s", (int)pid, path);
 	return 0;
 }
 

@@ -36,7 +36,9 @@ int proc_foreign_quiet(pid_t pid);
 /* The path by which stap++ opens the file that process PID names PATH
  * (in /proc/PID/exe or maps): PATH itself in our mount namespace, else
  * PATH under /proc/PID/root, the process's own root as the kernel shows
- * it to us; never a file of ours that has the same name.  *out is
+ * it to us; never a file of ours that has the same name.  A chrooted
+ * process's paths come to us with its root directory in front
+ * ("/srv/jail/usr/bin/luajit"), which is taken off first.  *out is
  * malloc'd (the caller frees it).  Returns 0, or -1 after error(). */
 int proc_file(pid_t pid, const char *path, char **out);
 

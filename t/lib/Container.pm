@@ -41,6 +41,16 @@ root copied to the guest's /tmp, nginx started there with o{workers}
 guest's PIDs) and print them (C<# master: M workers: W...>) and each
 one's C<NSpid> line (C<# pid P: NSpid: P N>).  No cgroup of its own.
 
+=item C<jail(LUAJIT, ARGS...)>
+
+A chroot jail (chroot(8): the host's namespaces, another root): the
+executable LUAJIT copied into a directory of t/out (removed at exit) as
+C</srv/jail.PID/bin/luajit>, a path the host does not have, and the
+libraries ldd names for it at their paths, with t/apps/*.lua in its
+/app; runs C<chroot DIR /srv/jail.PID/bin/luajit ARGS...> (ARGS name
+the apps as /app/NAME).  Returns { pid, root (the directory on the
+host), exe (the path in the jail) }; kill the PID when done.
+
 =item C<decoy(C, FILE)>
 
 Puts FILE on the host at the path of C's nginx in the container (the
@@ -196,6 +206,25 @@ sub stop {
 		last if rmdir $c->{cgdir};
 		sleep 0.1;
 	}
+}
+
+sub jail {
+	my ($lj, @args) = @_;
+	my $root = "$ROOT/t/out/jail.$$." . ++$count;
+	remove_tree($root);
+	push @cleanup, $root;
+	make_path("$root/app");
+	my $exe = "/srv/jail.$$.$count/bin/luajit";
+	my @libs = `ldd $lj` =~ m{(?:=> |^\s)(/\S+) \(0x}mg;
+	die "jail: ldd $lj: $?\n" if $? || !@libs;
+	for my $f ([$lj, $exe], map { [$_, $_] } @libs) {
+		(my $d = "$root$f->[1]") =~ s{/[^/]+$}{};
+		make_path($d);
+		File::Copy::copy($f->[0], "$root$f->[1]") or die "copy $f->[0]: $!\n";
+		chmod 0755, "$root$f->[1]";
+	}
+	File::Copy::copy($_, "$root/app/") or die "copy $_: $!\n" for glob("$ROOT/t/apps/*.lua");
+	return { pid => Bpf::spawn('chroot', $root, $exe, @args), root => $root, exe => $exe };
 }
 
 sub decoy {
