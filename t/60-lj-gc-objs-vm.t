@@ -109,6 +109,7 @@ sub check_ngx {
 		"$name: strings, then tables and the string table hold the most bytes" or diag $o;
 	ok $p->{type}{string}{bytes} + $p->{type}{table}{bytes} >= 0.6 * $p->{total},
 		"$name: strings and tables hold at least 60% of the total" or diag $o;
+	LjGc::check_load($name, $o);
 	my ($reqs) = $o =~ /^# (\d+) requests in/m;
 	ok $reqs && $p->{type}{string}{count} >= 100 * $reqs,
 		"$name: at least the app's strings (100 per request, $reqs requests: $p->{type}{string}{count})";

@@ -32,6 +32,12 @@ The options of C<leak_ngx_case> that run the leak app in Debian's stock
 nginx instead (stripped): its config (written under the VM's out dir,
 loading the lua module), the binary, and the kick.
 
+=item C<check_load(NAME, TEXT)>
+
+The load on C</go> of a case's output TEXT ran (wrk's C<# N requests
+in> line) and every request succeeded (no C<# Non-2xx> line): an app
+that fails (a worker that cannot read it) grows nothing.
+
 =item C<check_leak(NAME, P, BASE, BEFORE, TEXT)>
 
 The leak app's truths in a walk's parsed paths P (t/61, t/82): the
@@ -107,7 +113,7 @@ sub leak_ngx_case {
 @{[ VM::get_sh('http://127.0.0.1:8080/go?n=0', '/dev/null') ]}
 echo "# count base: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c4 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
-grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
+grep -hE 'Requests/sec|requests in|Non-2xx' wrk.txt | sed 's/^ */# /'
 echo "# count before: \$(@{[ VM::get_sh('http://127.0.0.1:8080/count') ]})"
 wrk -t1 -c1 -d 120s http://127.0.0.1:8080/ping > /dev/null 2>&1 &
 ping=\$!
@@ -175,7 +181,7 @@ sub leak_master_case {
 curl -s -H 'Connection: close' 'http://127.0.0.1:8080/go?n=0&i=[1-20]' > /dev/null
 counts base
 wrk -t1 -c32 -d ${load}s 'http://127.0.0.1:8080/go?n=$n' > wrk.txt 2>&1
-grep -hE 'Requests/sec|requests in' wrk.txt | sed 's/^ */# /'
+grep -hE 'Requests/sec|requests in|Non-2xx' wrk.txt | sed 's/^ */# /'
 counts before
 SH
 	my $post = $counts ? 'counts after' : '';
@@ -254,8 +260,17 @@ sub parse_census {
 
 # The leak app's truths: the heaviest path, and the bytes under foo against
 # the app's growth (collectgarbage("count") before the walk minus base).
+sub check_load {
+	my ($name, $o) = @_;
+	my ($reqs) = $o =~ /^# (\d+) requests in/m;
+	my ($bad) = $o =~ /^# Non-2xx or 3xx responses: (\d+)/m;
+	Test::More::ok($reqs && !$bad, sprintf('%s: the load on /go: %s requests, %s failed', $name, $reqs // 'no',
+		$bad // 'none')) or Test::More::diag($o);
+}
+
 sub check_leak {
 	my ($name, $p, $base, $before, $o) = @_;
+	check_load($name, $o);
 	my $top = $p->{stacks}[0] // { frames => [], count => 0 };
 	my @want = ('string', '[upvalue] foo', '.go', '.demo', '._LOADED', 'registry', 'GC roots');
 	Test::More::is_deeply($top->{frames}, \@want,
