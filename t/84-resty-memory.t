@@ -9,6 +9,10 @@
 #   parts within 10% of collectgarbage("count"); its blocks mapped one by
 #   one within 10% of the table; glibc's large blocks within 10% of the
 #   malloc; the parts sum to the kernel's count (smaps_rollup) within 1%.
+#   With the first half of the strings dropped: the allocator's free
+#   chunks, and its free part (the resident pages wholly inside them),
+#   within 10% of what the drop took off collectgarbage("count"), and
+#   its part in use with the blocks within 10% of the count.
 # - nginx (the debug build, and Debian's stock one: t/apps/memory): a
 #   filled lua_shared_dict of 64m (its zone, by name, within 10% of 64
 #   MB), 40 MB of Lua strings, 24 MB of FFI malloc; then 20 MB more
@@ -98,11 +102,13 @@ sub present_pages {
 }
 
 # The luajit CLI
-for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "$ROOT/build/debian/luajit/usr/bin/luajit"],
-	   ['threads', "$ROOT/build/luajit-gc64/bin/luajit", 'threads']) {
-	my ($name, $lj, @more) = @$c;
-	my $pid = open(my $fh, '-|', $lj, "$ROOT/t/apps/memory/cli.lua", 30, 32, 24, @more) // die "$lj: $!";
-	my ($gc) = (<$fh> // '') =~ /^ready gc (\d+)$/;
+my $deb = "$ROOT/build/debian/luajit/usr/bin/luajit";
+for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit", 30, 32, 24], ["debian's luajit", $deb, 30, 32, 24],
+	   ['threads', "$ROOT/build/luajit-gc64/bin/luajit", 30, 32, 24, 'threads'],
+	   ['free', "$ROOT/build/luajit-gc64/bin/luajit", 30, 0, 0, '-', 'free'], ["debian's luajit, free", $deb, 30, 0, 0, '-', 'free']) {
+	my ($name, $lj, $smb, $tmb, $mmb, @more) = @$c;
+	my $pid = open(my $fh, '-|', $lj, "$ROOT/t/apps/memory/cli.lua", $smb, $tmb, $mmb, @more) // die "$lj: $!";
+	my ($gc, $freed) = (<$fh> // '') =~ /^ready gc (\d+)(?: freed (\d+))?$/;
 	ok($gc, "$name: the app is ready (" . ($gc // '?') . ' bytes GC-managed)');
 	# (its main thread waits in pause(), system call 34: nothing changes)
 	for (1 .. 100) {
@@ -120,14 +126,31 @@ for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit"], ["debian's luajit", "
 	is($rc, 0, "$name: status 0") or diag($e);
 	my $t = table($o);
 	common($name, $o, $t);
+	near("$name: g->gc.total", $t->{gc} // 0, ($gc // 0) / 1024, 1) or diag($o);
+	ok(($t->{parts}{'other anonymous'} // 0) < 0.02 * $t->{total}, "$name: other anonymous is small") or diag($o);
+	# LuaJIT's allocator: its chunks in use and free, told apart
+	my ($segs, $nused, $used, $nfree, $free) =
+		$o =~ /^# LuaJIT's allocator: (\d+) KB in its segments: (\d+) chunks in use \((\d+) KB\), (\d+) free \((\d+) KB, /m;
+	# (each rounded down to KB)
+	ok($segs && abs($segs - $used - $free) <= 1, "$name: the allocator's segments are its chunks in use and free ("
+	   . join(' + ', map { $_ // '?' } $used, $free) . ' = ' . ($segs // '?') . ' KB)') or diag($o);
+	if ($freed) {
+		# the dropped strings: free chunks, and free pages within them
+		near("$name: the allocator's free chunks (the dropped strings)", $free // 0, $freed / 1024, 10) or diag($o);
+		near("$name: the allocator's free part (resident pages in free chunks)",
+		     $t->{parts}{'LuaJIT: allocator segments, free'} // 0, $freed / 1024, 10) or diag($o);
+		near("$name: LuaJIT's parts in use", sum_of($t, qr/^LuaJIT: (?:allocator segments, in use|large blocks)/),
+		     $gc / 1024, 10) or diag($o);
+		next;
+	}
 	near("$name: LuaJIT's parts", sum_of($t, qr/^LuaJIT: (?:allocator segments|large blocks)/), ($gc // 0) / 1024, 10) or diag($o);
+	ok(($t->{parts}{'LuaJIT: allocator segments, free'} // 0) < 0.05 * ($gc // 0) / 1024,
+	   "$name: little of the allocator is free when nothing was dropped") or diag($o);
 	near("$name: LuaJIT's blocks mapped one by one (the table's array)", $t->{parts}{'LuaJIT: large blocks (mapped one by one)'} // 0,
 	     32 * 1024, 10) or diag($o);
 	near("$name: glibc's large blocks (the FFI malloc)", $t->{parts}{'glibc malloc: large blocks (mmap)'} // 0, 24e6 / 1024, 10)
 		or diag($o);
-	near("$name: g->gc.total", $t->{gc} // 0, ($gc // 0) / 1024, 1) or diag($o);
-	ok(($t->{parts}{'other anonymous'} // 0) < 0.02 * $t->{total}, "$name: other anonymous is small") or diag($o);
-	if (@more) {
+	if (($more[0] // '') eq 'threads') {
 		# a thread waiting in pause() (glibc's default stack: 8 MB), one
 		# that made a block of 100,000 bytes in a new arena
 		my ($sk, $sv) = $o =~ /^stack: other threads\t(\d+)\t[\d.]+%\t(\d+)$/m;
@@ -166,7 +189,7 @@ for my $stock (0, 1) {
 	my ($first) = $o =~ /^# since \Q$out\E\/\Q$name\E\.txt: growth\tbefore_kb\tnow_kb\n([^\t\n]+)\t\+\d+/m;
 	like($first // '', qr/^LuaJIT: /, "$name: diff: what grew most is LuaJIT's (" . ($first // 'none') . ')') or diag($o);
 	my $grew = 0;
-	$grew += $1 while $o =~ /^LuaJIT: (?:allocator segments|large blocks \(mapped one by one\))\t\+(\d+)\t/mg;
+	$grew += $1 while $o =~ /^LuaJIT: (?:allocator segments[^\t]*|large blocks \(mapped one by one\))\t\+(\d+)\t/mg;
 	near("$name: diff: LuaJIT's growth", $grew, ($gc2 - $gc1) / 1024, 10) or diag($o);
 	if (!$stock) {
 		# --master: each worker's table; stacks for the flame graph tools

@@ -9,9 +9,12 @@
  * other arenas (a heap_info at a 64 MB boundary), nginx's shared zones
  * (the slab pool's log_ctx names them), thread stacks (a thread's stack
  * pointer).  A mapping wholly one part takes its Rss from smaps; one
- * split by claims is counted page by page from pagemap. */
+ * split by claims is counted page by page from pagemap.  LuaJIT's
+ * segments are then split by their chunks (bpf/alloc_chunks.h): the
+ * resident pages wholly inside free chunks are the allocator's free part. */
 #include "bpf/resty_memory.h"
 #include "base/error.h"
+#include "bpf/alloc_chunks.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "bpf/vm.h"
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE 4096ULL
@@ -31,6 +35,9 @@
 #define MAX_SCAN (1L << 18)	/* pages read for chunk headers in one mapping */
 #define GLIBC_HEAP_MAX (64ULL << 20)	/* HEAP_MAX_SIZE on 64-bit */
 #define LJ_FOOT_PAD 32		/* LuaJIT's DIRECT_FOOT_PAD: four size_t */
+#define MAX_SEGS 256
+#define CHUNK_TRIES 3		/* walks of the chunks of a process that allocates */
+#define SEGS_PART "LuaJIT: allocator segments"
 
 struct vma {
 	uint64_t lo, hi, rss_kb;
@@ -58,6 +65,12 @@ struct mem {
 	size_t nc;
 	int pagemap;		/* fd */
 	uint64_t gc_total, mcode, segs;	/* LuaJIT's counts, 0: none */
+	struct ljb_range seg[MAX_SEGS];	/* LuaJIT's allocator segments */
+	size_t nseg;
+	struct ljb_chunks ch;	/* their chunks */
+	int chunks;		/* walks of them: 1..CHUNK_TRIES when one read a
+				   consistent heap, else CHUNK_TRIES + 1 */
+	double chunk_ms;	/* the time the walks took */
 	int layouts;		/* LuaJIT's layouts are known */
 	int own_alloc;		/* its VM allocates with LuaJIT's allocator */
 	int lj;			/* its VM was found */
@@ -150,11 +163,12 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 	m->mcode = rd64(m, g + ly.k.J_from_g + ly.J_szallmcarea, &bad);
 	/* the allocator's segments: a list inside its malloc_state (g->allocd) */
 	s = m->own_alloc ? rd64(m, g + ly.G_allocd, &bad) + ly.ms_seg : 0;
-	for (k = 0; s && !bad && k < 256; k++) {
+	for (k = 0; s && !bad && k < MAX_SEGS; k++) {
 		uint64_t base = rd64(m, s + ly.seg_base, &bad), size = rd64(m, s + ly.seg_size, &bad);
 		if (bad || size == 0 || size > (1ULL << 40) || base % PAGE)
 			break;
-		claim(m, base, base + size, "LuaJIT: allocator segments");
+		claim(m, base, base + size, SEGS_PART);
+		m->seg[m->nseg++] = (struct ljb_range){ base, base + size };
 		s = rd64(m, s + ly.seg_next, &bad);
 	}
 	m->segs = k;
@@ -404,6 +418,50 @@ static int account(struct mem *m, const struct vma *v)
 	return 0;
 }
 
+/* The allocator's segments split into the part in use and the free part
+ * (the resident pages wholly inside free chunks), when a walk of their
+ * chunks read a consistent heap.  0, or -1 after error(). */
+static int split_segments(struct mem *m)
+{
+	uint64_t rss = 0, vsz = 0;
+	int s, f;
+
+	struct timespec t0, t1;
+
+	if (!m->nseg)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (m->chunks = 1; m->chunks <= CHUNK_TRIES; m->chunks++)
+		if (ljb_alloc_chunks(m->pid, m->seg, m->nseg, &m->ch) == 0)
+			break;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	m->chunk_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (m->chunks > CHUNK_TRIES)
+		return 0;
+	for (size_t i = 0; i < m->ch.npages; i++) {
+		long long r = resident(m, m->ch.pages[i].lo, m->ch.pages[i].hi);
+		if (r < 0)
+			return error("cannot read /proc/%d/pagemap at 0x%llx: %s", (int)m->pid,
+				     (unsigned long long)m->ch.pages[i].lo, strerror(errno));
+		rss += (uint64_t)r;
+		vsz += m->ch.pages[i].hi - m->ch.pages[i].lo;
+	}
+	s = part_of(m, SEGS_PART);
+	f = part_of(m, SEGS_PART ", free");
+	/* (pages the process touched since its mappings were read) */
+	if (rss > m->p[s].rss)
+		rss = m->p[s].rss;
+	if (vsz > m->p[s].vsz)
+		vsz = m->p[s].vsz;
+	m->p[s].rss -= rss;
+	m->p[s].vsz -= vsz;
+	m->p[f].rss += rss;
+	m->p[f].vsz += vsz;
+	free(m->p[s].name);
+	m->p[s].name = xstrdup(SEGS_PART ", in use");
+	return 0;
+}
+
 static int by_rss(const void *a, const void *b)
 {
 	const struct part *x = a, *y = b;
@@ -564,6 +622,19 @@ static void print(struct mem *m, const struct ljb_opts *o, pid_t worker)
 	else
 		printf("# LuaJIT: none known in this process (no lua_State in its binaries' "
 		       "debug info or in the layout database)\n");
+	if (m->nseg && m->chunks > CHUNK_TRIES)
+		printf("# LuaJIT's allocator: its chunks changed under each of %d walks (the process "
+		       "allocates): the part of its segments in use and the free part are not told apart\n",
+		       CHUNK_TRIES);
+	else if (m->nseg)
+		printf("# LuaJIT's allocator: %llu KB in its segments: %llu chunks in use (%llu KB), "
+		       "%llu free (%llu KB, the largest %llu KB); its free part is the resident pages "
+		       "wholly inside free chunks (read in %.0f ms, %d %s; the process ran on)\n",
+		       (unsigned long long)((m->ch.used + m->ch.free) / 1024),
+		       (unsigned long long)m->ch.nused, (unsigned long long)(m->ch.used / 1024),
+		       (unsigned long long)m->ch.nfree, (unsigned long long)(m->ch.free / 1024),
+		       (unsigned long long)(m->ch.largest / 1024), m->chunk_ms, m->chunks,
+		       m->chunks == 1 ? "walk" : "walks");
 	free(comm);
 }
 
@@ -599,6 +670,8 @@ static int one(pid_t pid, const struct ljb_target *t, const struct ljb_opts *o,
 	for (size_t i = 0; i < m->nv; i++)
 		if (account(m, &m->v[i]) < 0)
 			goto out;
+	if (split_segments(m) < 0)
+		goto out;
 	print(m, o, worker);
 	if (!o->stacks) {
 		long long k = rollup_rss(pid);
@@ -616,6 +689,7 @@ out:
 	free(m->v);
 	for (size_t i = 0; i < m->np; i++)
 		free(m->p[i].name);
+	ljb_chunks_free(&m->ch);
 	free(m);
 	return rc;
 }
