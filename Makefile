@@ -104,6 +104,7 @@ lib/bpf/lj_fio_user.o: lib/bpf/lj_fio.skel.h
 lib/bpf/lj_yield_user.o: lib/bpf/lj_yield.skel.h
 lib/bpf/lj_alloc_user.o: lib/bpf/lj_alloc.skel.h
 lib/bpf/lj_exectime_user.o: lib/bpf/lj_exectime.skel.h
+lib/bpf/sample_bt_user.o: lib/bpf/sample_bt.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)

@@ -17,6 +17,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use TestUtil;
 use VM;
+use SampleBt;
 
 my $R = $ROOT;
 my $vm = VM->new;
@@ -77,18 +78,11 @@ my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors'
 	or diag "$r->{stderr}\n" . substr($r->{stdout} // '', -4000) . "\n" . substr($r->{dmesg} // '', -3000);
 
-# The stacks of a case's bt.out: [[frames...], count] per stack, and the
-# folded lines util/fold makes of it.
+# The stacks of a case's bt.out (SampleBt::parse), and its text.
 sub stacks {
 	my ($case) = @_;
 	my $bt = slurp("$case->{dir}/bt.out") // '';
-	my @s;
-	for my $block (split /\n\n/, $bt) {
-		my @l = split /\n/, $block;
-		my ($n) = (pop(@l) // '') =~ /^\t(\d+)$/ or return (undef, $bt);
-		push @s, [[map { /^ 0x[0-9a-f]+ : (\S+?)(?:\+0x[0-9a-f]+\/0x[0-9a-f]+)?(?: \[\S+\])?$/ ? $1 : "BAD:$_" } @l], $n];
-	}
-	return (\@s, $bt);
+	return (SampleBt::parse($bt), $bt);
 }
 
 my %st;
@@ -108,39 +102,15 @@ for my $k (qw(both user kernel)) {
 	ok scalar(() = $fold =~ /^\S.* \d+$/mg) > 0, "$k: ... into folded lines" or diag $fold;
 }
 
-sub with {
-	my ($s, $re) = @_;
-	my $n = 0;
-	for (@$s) { $n += $_->[1] if grep { /$re/ } @{ $_->[0] } }
-	return $n;
-}
-sub total { my $n = 0; $n += $_->[1] for @{ $_[0] }; $n }
-
-if (my $s = $st{both}) {
-	my $all = total($s);
-	my $bad = with($s, qr/^BAD:/);
-	is $bad, 0, 'both: every frame line is " 0xADDR : SYM+0xOFF/0xLEN [MODULE]"';
-	ok with($s, qr/^ngx_http_lua_content_handler$/) > 0, 'both: ngx_http_lua_content_handler in stacks';
-	ok with($s, qr/^(?:ngx_worker_process_cycle|ngx_process_events_and_timers)$/) >= 0.3 * $all,
-		'both: most stacks reach the event loop (ngx_worker_process_cycle)';
-	ok with($s, qr/^main$/) >= 0.3 * $all, 'both: ... and main';
-	my $k = with($s, qr/^(?:entry_SYSCALL_64\w*|do_syscall_64|__x64_sys_\w+)$/);
-	ok $k > 0, "both: kernel frames by name (syscall entry: $k of $all samples)";
-	# the kernel frames come first: a syscall entry is above (before) main
-	my $order = grep { my @f = @{ $_->[0] };
-					   my ($ki) = grep { $f[$_] =~ /^(?:entry_SYSCALL_64\w*|do_syscall_64)$/ } 0 .. $#f;
-					   my ($mi) = grep { $f[$_] eq 'main' } 0 .. $#f;
-					   defined $ki && defined $mi && $ki < $mi } @$s;
-	ok $order > 0, 'both: kernel frames above the user frames (innermost first)';
-}
+SampleBt::check_nginx('both', $st{both}) if $st{both};
 if (my $s = $st{user}) {
 	ok @$s >= 1 && @$s <= 5, 'limit=5: at most 5 stacks (' . scalar(@$s) . ')';
-	is with($s, qr/^(?:entry_SYSCALL_64\w*|do_syscall_64|__x64_sys_\w+)$/), 0, 'kernel=0: no kernel frames';
-	ok with($s, qr/^main$/) > 0, 'kernel=0: user frames';
+	is SampleBt::with($s, qr/^(?:entry_SYSCALL_64\w*|do_syscall_64|__x64_sys_\w+)$/), 0, 'kernel=0: no kernel frames';
+	ok SampleBt::with($s, qr/^main$/) > 0, 'kernel=0: user frames';
 }
 if (my $s = $st{kernel}) {
-	is with($s, qr/^(?:main|ngx_\w+)$/), 0, 'user=0: no user frames';
-	ok with($s, qr/^(?:entry_SYSCALL_64\w*|do_syscall_64)$/) > 0, 'user=0: kernel frames';
+	is SampleBt::with($s, qr/^(?:main|ngx_\w+)$/), 0, 'user=0: no user frames';
+	ok SampleBt::with($s, qr/^(?:entry_SYSCALL_64\w*|do_syscall_64)$/) > 0, 'user=0: kernel frames';
 }
 
 done_testing;

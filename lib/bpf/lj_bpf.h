@@ -252,4 +252,27 @@ struct ljb_xstart {
 	__u32 h, pad;	/* LJB_X_* */
 };
 
+/* sample-bt (sample_bt.bpf.c): a sample of a target process sends its
+ * user registers (DWARF's x86-64 numbering: rax rdx rcx rbx rsi rdi rbp
+ * rsp r8..r15 rip) and a copy of its user stack from rsp up, at most
+ * LJB_BT_STACK bytes, which user space unwinds by the binaries' CFI; the
+ * kernel stack, when the sample found the CPU in kernel mode, is an id in
+ * the stack trace map kstacks.  Counters: per-CPU array btstats. */
+#define LJB_BT_STACK 16384
+#define LJB_BT_NREGS 17
+enum {
+	LJB_B_SAMPLES, LJB_B_USER, LJB_B_KERNEL, LJB_B_LOSTRB, LJB_B_NOSTACK, LJB_B_NOKSTACK,
+	LJB_B_COST, LJB_B_BYTES, LJB_B_MAX
+};
+
+struct ljb_btev {
+	__u32 pid, tid;
+	__s64 kstack;	/* kstacks' id; -1: none asked (user mode, or kernel=0);
+			   below: the helper's -errno, minus 1 */
+	__u64 regs[LJB_BT_NREGS];
+	__u32 kernel;	/* sampled in kernel mode */
+	__u32 len;	/* bytes of stack that follow (0: not readable) */
+	__u8 stack[LJB_BT_STACK];
+};
+
 #endif

@@ -9,11 +9,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* A session of lj_stacks.bpf.c. */
@@ -21,47 +19,9 @@ struct session {
 	struct ljb_core c;
 	const struct ljb_opts *o;
 	struct lj_stacks *skel;
-	struct bpf_link **links;
-	int nlinks;
+	struct ljb_links links;
 	int found;		/* lj-lua-bt: printed its stack */
 };
-
-/* Opens a cpu-clock perf event per CPU and attaches the program. */
-static int attach(struct session *s)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	struct perf_event_attr a = {
-		.type = PERF_TYPE_SOFTWARE, .size = sizeof(a),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period = 1000000000ULL / s->o->hz,
-	};
-
-	s->links = xcalloc(ncpu > 0 ? ncpu : 1, sizeof(*s->links));
-	for (int cpu = 0; cpu < ncpu; cpu++) {
-		int fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			if (errno == ENODEV)
-				continue;	/* CPU offline */
-			return error("cannot open a cpu-clock perf event on CPU %d: %s",
-				     cpu, strerror(errno));
-		}
-		struct bpf_link *l = bpf_program__attach_perf_event(s->skel->progs.lj_sample, fd);
-		if (!l) {
-			close(fd);
-			return error("cannot attach the eBPF program to the perf event on "
-				     "CPU %d: %s", cpu, strerror(errno));
-		}
-		s->links[s->nlinks++] = l;
-	}
-	return 0;
-}
-
-static void detach(struct session *s)
-{
-	for (int i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
-	s->nlinks = 0;
-}
 
 /* Opens the core, loads the program with the layouts and options (NOWALK:
  * VM states only), starts sampling.  0, or -1 after error(). */
@@ -88,7 +48,7 @@ static int start(struct session *s, const struct ljb_target *t, struct dw_set *d
 	LJB_CORE_MAPS(&s->c, s->skel);
 	if (ljb_core_start(&s->c) < 0)
 		return -1;
-	return attach(s);
+	return ljb_cpu_clock_attach(s->skel->progs.lj_sample, o->hz, &s->links);
 }
 
 /* ljb_core.tick with --arg samples: the samples with a Lua stack are
@@ -117,15 +77,14 @@ static int sample(struct session *s, const char *verb)
 	}
 	if (ljb_core_loop(&s->c, s->o->time, verb, more, &dt) < 0)
 		return -1;
-	detach(s);
+	ljb_links_destroy(&s->links);
 	ljb_core_drain(&s->c);
 	return 0;
 }
 
 static void finish(struct session *s)
 {
-	detach(s);
-	free(s->links);
+	ljb_links_destroy(&s->links);
 	lj_stacks__destroy(s->skel);
 	ljb_core_free(&s->c);
 }

@@ -14,6 +14,7 @@
 #include "bpf/lj_stacks_user.h"
 #include "bpf/lj_yield_user.h"
 #include "bpf/resty_memory.h"
+#include "bpf/sample_bt_user.h"
 #include "dwarf/dwarf.h"
 
 #include <errno.h>
@@ -86,6 +87,9 @@ static const struct impl impls[] = {
 	    O(period, 1, BIG), O(maxstacks, 1, 16384) }, { { 0 } } },
 	{ "ngx-lua-exec-time", "samples/ngx-lua-exec-time.sxx", ljb_exectime_run,
 	  { O(time, 0, BIG), W(handler, handlers) }, { { 0 } } },
+	{ "sample-bt", "samples/sample-bt.sxx", ljb_samplebt_run,
+	  { O(time, 0, BIG), O(samples, 0, BIG), O(limit, 0, BIG), O(kernel, 0, 1), O(user, 0, 1),
+	    O(hz, 1, 10000) }, { { 0 } } },
 	{ "resty-memory", "samples/resty-memory.sxx", ljb_memory_run,
 	  { O(stacks, 0, 1), S(diff) }, { { 0 } } },
 };
