@@ -75,9 +75,8 @@ sub user_frames {
 		if ("@u" =~ /^spin (a|b) main __libc_start_call_main __libc_start_main\S* _start$/ && $kfirst) {
 			$under{$1} += $st->{count};
 			$whole += $st->{count};
-		} elsif ("@u" =~ /^(?:a|b|main) __libc_start_call_main __libc_start_main\S* _start$/ && $kfirst &&
-			 "@u" !~ /^main/ || "@u" =~ /^main __libc_start_call_main __libc_start_main\S* _start$/) {
-			$whole += $st->{count};	# (between two calls of spin)
+		} elsif ("@u" =~ /^(?:(?:a|b) )?main __libc_start_call_main __libc_start_main\S* _start$/ && $kfirst) {
+			$whole += $st->{count};	# (in a, b or main, between two calls of spin)
 		} else {
 			$wrong += $st->{count};
 			push @wrong, join(' <- ', @{ $st->{frames} }) . " ($st->{count})";
