@@ -114,17 +114,25 @@ int proc_foreign_quiet(pid_t pid)
 	return foreign(pid, &what);
 }
 
-char *proc_mntns(pid_t pid)
+/* The target of the link /proc/PID/NAME into BUF (SIZE bytes, ended by
+ * a NUL): its length, or -1 with errno set. */
+static ssize_t proc_link(pid_t pid, const char *name, char *buf, size_t size)
 {
-	char link[64], buf[64];
+	char link[64];
 	ssize_t n;
 
-	snprintf(link, sizeof(link), "/proc/%d/ns/mnt", (int)pid);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return xstrdup(buf);
+	snprintf(link, sizeof(link), "/proc/%d/%s", (int)pid, name);
+	n = readlink(link, buf, size - 1);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+char *proc_mntns(pid_t pid)
+{
+	char buf[64];
+
+	return proc_link(pid, "ns/mnt", buf, sizeof(buf)) < 0 ? NULL : xstrdup(buf);
 }
 
 /* The root directory of PID as the kernel renders it to us (readlink of
@@ -136,16 +144,11 @@ static const char *root_seen(pid_t pid)
 {
 	static pid_t last;
 	static char root[PATH_MAX];
-	char link[64];
-	ssize_t n;
 
 	if (pid == last)
 		return root;
-	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
-	n = readlink(link, root, sizeof(root) - 1);
-	if (n < 0)
+	if (proc_link(pid, "root", root, sizeof(root)) < 0)
 		return NULL;
-	root[n] = '\0';
 	last = pid;
 	return root;
 }
@@ -173,14 +176,10 @@ int proc_file(pid_t pid, const char *path, char **out)
 
 int proc_exe(pid_t pid, char **out)
 {
-	char link[64], buf[PATH_MAX];
-	ssize_t n;
+	char buf[PATH_MAX];
 
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n < 0)
+	if (proc_link(pid, "exe", buf, sizeof(buf)) < 0)
 		return proc_error(pid, "exe", errno);
-	buf[n] = '\0';
 	strip_deleted(buf, "executable");
 	if (proc_file(pid, buf, out) < 0)
 		return -1;
