@@ -247,23 +247,6 @@ const char *ljb_uprobe_cost_text(char *b, size_t size, double ns);
 int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *more,
 		  double *elapsed);
 
-/* A program attached to a cpu-clock perf event on each CPU: its links. */
-struct ljb_links {
-	struct bpf_link **l;
-	int n;
-};
-
-/*
- * ljb_cpu_clock_attach - opens a cpu-clock perf event per online CPU at
- * HZ samples a second and attaches PROG (a SEC("perf_event") program) to
- * each, into L (zeroed by the caller; ljb_links_destroy() frees it).
- * Returns 0, or -1 after error().
- */
-int ljb_cpu_clock_attach(struct bpf_program *prog, long hz, struct ljb_links *l);
-
-/* Detaches and frees the links of L (any number of times). */
-void ljb_links_destroy(struct ljb_links *l);
-
 /* Names the stacks still in the ring buffer. */
 void ljb_core_drain(struct ljb_core *c);
 

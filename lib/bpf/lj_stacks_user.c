@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/lj_stacks_user.c - see bpf/lj_stacks_user.h. */
 #include "bpf/lj_stacks_user.h"
+#include "bpf/cpu_clock.h"
 #include "base/error.h"
 #include "base/wrapper.h"
 

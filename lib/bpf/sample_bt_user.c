@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* bpf/sample_bt_user.c - see bpf/sample_bt_user.h. */
 #include "bpf/sample_bt_user.h"
+#include "bpf/cpu_clock.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
