@@ -15,9 +15,13 @@
 #   its part in use with the blocks within 10% of the count.
 # - nginx (the debug build, and Debian's stock one: t/apps/memory): a
 #   filled lua_shared_dict of 64m (its zone, by name, within 10% of 64
-#   MB), 40 MB of Lua strings, 24 MB of FFI malloc; then 20 MB more
-#   strings, and --arg diff of the first run's output names LuaJIT's parts
-#   as what grew, by the app's own count within 10%.
+#   MB), 40 MB of Lua strings, 24 MB of FFI malloc, 8 MB allocated from
+#   nginx's cycle pool (its part within 10% of the pool as the app counts
+#   it through the FFI, and the note's blocks and large allocations are
+#   the app's count; by nginx's debug info, and by nginx's module ABI for
+#   the stock one); then 20 MB more strings, and --arg diff of the first
+#   run's output names LuaJIT's parts as what grew, by the app's own count
+#   within 10%.
 # - A thread waiting in pause() and one that left a block in a new arena:
 #   the stack and the arena are parts of their own.  stap++ reads only
 #   pages the target has (pagemap's count of present pages is the same
@@ -124,6 +128,7 @@ for my $c (['gc64', "$ROOT/build/luajit-gc64/bin/luajit", 30, 32, 24], ["debian'
 	# (a read of a page the target never touched would map one in)
 	ok($before > 0 && $after == $before, "$name: the target's present pages are as before ($before, $after)");
 	is($rc, 0, "$name: status 0") or diag($e);
+	unlike($o, qr/^(?:# )?nginx/m, "$name: no nginx part or note in a process without nginx");
 	my $t = table($o);
 	common($name, $o, $t);
 	near("$name: g->gc.total", $t->{gc} // 0, ($gc // 0) / 1024, 1) or diag($o);
@@ -172,6 +177,9 @@ for my $stock (0, 1) {
 	ok($keys && $keys > 30000, "$name: the shared dict is filled (" . ($keys // '?') =~ s/\s+//r . ' keys)');
 	my (undef, $gc1) = run_cmd('curl', '-s', "$url/strings?mb=40");
 	my (undef, $mal) = run_cmd('curl', '-s', "$url/malloc?mb=24");
+	my (undef, $pool) = run_cmd('curl', '-s', "$url/pool?mb=8");
+	my ($pbytes, $pblocks, $plarge) = split ' ', $pool // '';
+	ok($pbytes && $pbytes > 8e6, "$name: the app counts its cycle pool (" . ($pool // '?') =~ s/\s+$//r . ')');
 	my ($rc, $o, $e) = run_cmd($STAPXX, "$ROOT/samples/resty-memory.sxx", '-x', $w);
 	is($rc, 0, "$name: status 0") or diag($e);
 	spit("$out/$name.txt", $o);
@@ -182,6 +190,12 @@ for my $stock (0, 1) {
 	near("$name: LuaJIT's parts", sum_of($t, qr/^LuaJIT: (?:allocator segments|large blocks)/), $gc1 / 1024, 10) or diag($o);
 	near("$name: glibc's large blocks (the FFI malloc)", $t->{parts}{'glibc malloc: large blocks (mmap)'} // 0, $mal / 1024, 10)
 		or diag($o);
+	near("$name: nginx's cycle pool", $t->{parts}{'nginx: cycle pool'} // 0, ($pbytes // 0) / 1024, 10) or diag($o);
+	my ($how, $nb, $nl) = $o =~ /^# nginx: its cycle pool \(ngx_cycle->pool, ([^)]*)\): (\d+) blocks of 16 KB, \d+ KB used in them, and (\d+) large allocations, \d+ KB; /m;
+	is(($nb // '?') . ' blocks, ' . ($nl // '?') . ' large', ($pblocks // '') . ' blocks, ' . ($plarge // '') . ' large',
+	   "$name: the note's blocks and large allocations of the cycle pool are the app's") or diag($o);
+	like($how // '', $stock ? qr/^nginx has no debug info: read by nginx's module ABI, which the pool's own fields confirm$/
+			      : qr/^by nginx's debug info$/, "$name: ... read " . ($stock ? 'by the module ABI' : 'by its debug info'));
 	my (undef, $gc2) = run_cmd('curl', '-s', "$url/strings?mb=20");
 	($rc, $o, $e) = run_cmd($STAPXX, "$ROOT/samples/resty-memory.sxx", '-x', $w, '--arg', "diff=$out/$name.txt");
 	is($rc, 0, "$name: diff: status 0") or diag($e);

@@ -11,10 +11,14 @@
  * pointer).  A mapping wholly one part takes its Rss from smaps; one
  * split by claims is counted page by page from pagemap.  LuaJIT's
  * segments are then split by their chunks (bpf/alloc_chunks.h): the
- * resident pages wholly inside free chunks are the allocator's free part. */
+ * resident pages wholly inside free chunks are the allocator's free part.
+ * Last, nginx's cycle pool (bpf/ngx_pool.h) takes its bytes in resident
+ * pages from the parts that held them (glibc's, mostly). */
 #include "bpf/resty_memory.h"
 #include "base/error.h"
 #include "bpf/alloc_chunks.h"
+#include "bpf/ngx_pool.h"
+#include "bpf/symtab.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "bpf/vm.h"
@@ -38,6 +42,7 @@
 #define MAX_SEGS 256
 #define CHUNK_TRIES 3		/* walks of the chunks of a process that allocates */
 #define SEGS_PART "LuaJIT: allocator segments"
+#define POOL_PART "nginx: cycle pool"
 
 struct vma {
 	uint64_t lo, hi, rss_kb;
@@ -74,6 +79,10 @@ struct mem {
 	int layouts;		/* LuaJIT's layouts are known */
 	int own_alloc;		/* its VM allocates with LuaJIT's allocator */
 	int lj;			/* its VM was found */
+	struct ljb_symtab *st;	/* its symbols, NULL if they could not be read */
+	int ngx;		/* 1: nginx (ngx_cycle); 2: its cycle pool was read */
+	struct ljb_ngx_pool pool;
+	const char *no_pool;	/* why not, when ngx == 1 */
 };
 
 static int part_of(struct mem *m, const char *name)
@@ -132,7 +141,7 @@ static uint64_t rd64(struct mem *m, uint64_t a, int *bad)
 static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 {
 	struct ljb_layout ly;
-	struct ljb_symtab *st;
+	struct ljb_symtab *st = m->st;
 	uint64_t g, s;
 	int bad = 0, k, has = 0;
 
@@ -140,7 +149,7 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 	if (dw_has_type(dw, "lua_State", NULL, &has) < 0 || !has)
 		return;
 	m->layouts = 1;
-	if (ljb_layout_load(dw, exec, &ly) < 0 || !(st = ljb_symtab_load(m->pid)))
+	if (ljb_layout_load(dw, exec, &ly) < 0 || !st)
 		return;
 	g = ljb_find_G(m->pid, &ly, st);
 	if (!g || !ljb_vm_check_G(m->pid, &ly, st, g))
@@ -153,7 +162,6 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 		const struct ljb_file *fa = ljb_symtab_file(st, fn), *fv = ljb_symtab_file(st, h);
 		m->own_alloc = !bad && fa && fv && strcmp(fa->path, fv->path) == 0;
 	}
-	ljb_symtab_free(st);
 	if (!g)
 		return;
 	/* (GCSize: 64 bits with GC64, else 32) */
@@ -462,6 +470,89 @@ static int split_segments(struct mem *m)
 	return 0;
 }
 
+/* The part that holds address A as account() counted it (its claim, else
+ * its mapping's own part) and, in *END, where that ends; -1 outside every
+ * mapping. */
+static int part_at(struct mem *m, uint64_t a, uint64_t *end)
+{
+	for (size_t i = 0; i < m->nc; i++)
+		if (m->c[i].lo <= a && m->c[i].hi > a) {
+			*end = m->c[i].hi;
+			return m->c[i].part;
+		}
+	for (size_t i = 0; i < m->nv; i++)
+		if (m->v[i].lo <= a && m->v[i].hi > a) {
+			char *def = default_part(&m->v[i]);
+			int p = part_of(m, def);
+			free(def);
+			*end = m->v[i].hi;
+			for (size_t j = 0; j < m->nc; j++)	/* (up to the next claim) */
+				if (m->c[j].lo > a && m->c[j].lo < *end)
+					*end = m->c[j].lo;
+			return p;
+		}
+	return -1;
+}
+
+/* Moves [LO, HI) from the parts that hold it to part P: its bytes in
+ * resident pages (pagemap), and all of them as virtual size.  A page that
+ * the range shares with others moves only the range's bytes of it.  0,
+ * or -1 after error(). */
+static int carve(struct mem *m, uint64_t lo, uint64_t hi, int p)
+{
+	while (lo < hi) {
+		uint64_t pg = lo & ~(PAGE - 1), end = hi, lim, e;
+		int from = part_at(m, lo, &end), whole;
+		long long r;
+
+		/* whole pages at once, else up to the page's end (and never
+		   past the part's end) */
+		lim = end < hi ? end : hi;
+		whole = lo == pg && lim - lo >= PAGE;
+		e = whole ? lo + (lim - lo) / PAGE * PAGE : (pg + PAGE < lim ? pg + PAGE : lim);
+		if (from < 0 || from == p) {
+			lo = e;
+			continue;
+		}
+		r = resident(m, pg, whole ? e : pg + PAGE);
+		if (r < 0)
+			return error("cannot read /proc/%d/pagemap at 0x%llx: %s", (int)m->pid,
+				     (unsigned long long)pg, strerror(errno));
+		uint64_t rss = whole ? (uint64_t)r : r ? e - lo : 0, vsz = e - lo;
+		if (rss > m->p[from].rss)
+			rss = m->p[from].rss;
+		if (vsz > m->p[from].vsz)
+			vsz = m->p[from].vsz;
+		m->p[from].rss -= rss;
+		m->p[from].vsz -= vsz;
+		m->p[p].rss += rss;
+		m->p[p].vsz += vsz;
+		lo = e;
+	}
+	return 0;
+}
+
+/* nginx's cycle pool as a part of its own, in a process that has
+ * ngx_cycle.  0, or -1 after error(). */
+static int pool_part(struct mem *m, struct dw_set *dw)
+{
+	uint64_t cyclep = m->st ? ljb_symtab_addr(m->st, "ngx_cycle") : 0;
+	int p;
+
+	if (!cyclep)
+		return 0;
+	m->ngx = 1;
+	if (ljb_ngx_pool(m->pid, dw, cyclep, ljb_symtab_addr(m->st, "ngx_pagesize"), &m->pool,
+			 &m->no_pool) < 0)
+		return 0;
+	m->ngx = 2;
+	p = part_of(m, POOL_PART);
+	for (size_t i = 0; i < m->pool.n; i++)
+		if (carve(m, m->pool.r[i].lo, m->pool.r[i].hi, p) < 0)
+			return -1;
+	return 0;
+}
+
 static int by_rss(const void *a, const void *b)
 {
 	const struct part *x = a, *y = b;
@@ -571,9 +662,11 @@ static void print(struct mem *m, const struct ljb_opts *o, pid_t worker)
 	char *comm = proc_comm(m->pid);
 
 	qsort(m->p, m->np, sizeof(*m->p), by_rss);
+	/* (in whole KB, as printed: the cycle pool's part and the parts it
+	   takes from hold parts of pages, and the table adds up) */
 	for (size_t i = 0; i < m->np; i++) {
-		rss += m->p[i].rss;
-		vsz += m->p[i].vsz;
+		rss += m->p[i].rss / 1024 * 1024;
+		vsz += m->p[i].vsz / 1024 * 1024;
 	}
 	if (o->stacks) {
 		for (size_t i = 0; i < m->np; i++) {
@@ -635,6 +728,19 @@ static void print(struct mem *m, const struct ljb_opts *o, pid_t worker)
 		       (unsigned long long)m->ch.nfree, (unsigned long long)(m->ch.free / 1024),
 		       (unsigned long long)(m->ch.largest / 1024), m->chunk_ms, m->chunks,
 		       m->chunks == 1 ? "walk" : "walks");
+	if (m->ngx == 2)
+		printf("# nginx: its cycle pool (ngx_cycle->pool, %s): %zu blocks of %llu KB, "
+		       "%llu KB used in them, and %zu large allocations, %llu KB; the pools of "
+		       "requests and connections are glibc malloc's, not told apart (they live "
+		       "while a request does)\n",
+		       m->pool.abi ? "nginx has no debug info: read by nginx's module ABI, "
+				     "which the pool's own fields confirm"
+				   : "by nginx's debug info",
+		       m->pool.nblocks, (unsigned long long)(m->pool.block / 1024),
+		       (unsigned long long)(m->pool.used / 1024), m->pool.n - m->pool.nblocks,
+		       (unsigned long long)(m->pool.large / 1024));
+	else if (m->ngx)
+		printf("# nginx: its cycle pool is not counted apart: %s\n", m->no_pool);
 	free(comm);
 }
 
@@ -654,6 +760,7 @@ static int one(pid_t pid, const struct ljb_target *t, const struct ljb_opts *o,
 	}
 	if (read_smaps(m) < 0)
 		goto out;
+	m->st = ljb_symtab_load(pid);
 	luajit_claims(m, dw, t->exec);
 	for (size_t i = 0; i < m->nv; i++) {
 		const struct vma *v = &m->v[i];
@@ -670,7 +777,7 @@ static int one(pid_t pid, const struct ljb_target *t, const struct ljb_opts *o,
 	for (size_t i = 0; i < m->nv; i++)
 		if (account(m, &m->v[i]) < 0)
 			goto out;
-	if (split_segments(m) < 0)
+	if (split_segments(m) < 0 || pool_part(m, dw) < 0)
 		goto out;
 	print(m, o, worker);
 	if (!o->stacks) {
@@ -690,6 +797,9 @@ out:
 	for (size_t i = 0; i < m->np; i++)
 		free(m->p[i].name);
 	ljb_chunks_free(&m->ch);
+	ljb_ngx_pool_free(&m->pool);
+	if (m->st)
+		ljb_symtab_free(m->st);
 	free(m);
 	return rc;
 }
