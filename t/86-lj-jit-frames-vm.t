@@ -47,7 +47,8 @@ my $vm = VM->new;
 my ($CPU_CLAIM, $OFF_CLAIM) = (4, 3);
 # gamma's share needs the most; some samples fall outside the helpers'
 # calls (the app polling for the signal to start, the trace's own code,
-# the interpreter between rounds: 1 to 6% seen)
+# the interpreter between rounds: 1 to 6% seen; the first is left out of
+# the check on them)
 my $SAMPLES = ceil(1.2 * Stats::floor(1 / 2, $CPU_CLAIM, $VM::SAMPLE_DESIGN));
 my $ROUNDS = ceil(1.1 * Stats::floor(1 / 2, $OFF_CLAIM) / 6);    # six waits a round
 my $U = 2000;    # each usleep (t/63: under TCG a wait costs 0.2 ms on CPU)
@@ -120,7 +121,11 @@ for my $b (qw(gc64 nogc64)) {
 	ok $instep >= 0.8 * $sum, "$name: $instep of those $sum samples are in step()'s trace, its frames restored";
 	is $other, 0, "$name: every stack through nap with a C leaf is the leaf, the trace (or the FFI), nap at its call's line, a helper, step"
 		or diag LjStacks::dump_stacks($p, 12);
-	ok $sum >= 0.9 * $p->{total}, "$name: $sum of the $p->{total} samples are in the helpers' C calls"
+	# (the app's wait for the signal to start is left out: under load
+	# the signal may come a second or more after the sampling started)
+	my $start = LjStacks::count_with($p, sub { grep { $_ eq 'go.lua:wait' } @_ });
+	ok $sum >= 0.9 * ($p->{total} - $start),
+		"$name: $sum of the $p->{total} samples are in the helpers' C calls ($start before the workload started)"
 		or diag LjStacks::dump_stacks($p, 12);
 	# the statistics say where in the trace the samples were
 	my ($jit, $call, $code, $loop, $none) = $case->{output} =~ /^WARNING: lj-lua-stacks: of the (\d+) samples in JIT code, (\d+) in a C function the trace called, (\d+) in the trace's own code, (\d+) in a loop's body before its first snapshot and (\d+) elsewhere/m;
