@@ -22,6 +22,8 @@
 #   make bench-overhead-bpf  eBPF sampling overhead on the seed app, natively
 #   make bench-gc        walk rate and stall of lj-gc-objs/lj-gco-ref, in the VM
 #   make bench-alloc     a uprobe trap per allocation (lj-lua-alloc), natively (eBPF)
+#   make bench-sample-cost  an eBPF sample's cost and reads on real Lua code
+#                        (BENCH_BEFORE=path/to/older/stap++: side by side)
 #   make fuzz            build and briefly run the fuzz targets (FUZZ_SECONDS=30 each)
 #   make soak            lj-lua-stacks --master under load for 10 min, in the VM
 #                        (MINUTES=, SOAK_FLAGS='-D MAXSKIPPED=100000')
@@ -236,6 +238,9 @@ bench-gc: all
 bench-alloc:
 	dev/bench-alloc
 
+bench-sample-cost: all
+	dev/bench-sample-cost $(if $(BENCH_BEFORE),-b $(BENCH_BEFORE))
+
 # make bench-probe: lj-lua-stacks' shares and time per sample in each
 # configuration, in the VM (dev/bench-probe --bpf: natively).  make
 # bench-all: every benchmark, one after another; rewrites the generated
@@ -294,4 +299,4 @@ fuzz: fuzz/out/expand_fuzz fuzz/out/flame_fuzz
 	fuzz/out/expand_fuzz $(FUZZ_RUN) fuzz/out/corpus fuzz/corpus
 	fuzz/out/flame_fuzz $(FUZZ_RUN) fuzz/out/flame-corpus fuzz/flame-corpus
 
-.PHONY: all test test-fresh print-prove-rules check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc soak install clean
+.PHONY: all test test-fresh print-prove-rules check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc bench-sample-cost soak install clean
