@@ -31,12 +31,15 @@ static struct buf libbpf_log;
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	static char line[1 << 16];
+	va_list aq;
 
 	if (level == LIBBPF_DEBUG && verbosity < 2)
 		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
+	va_copy(aq, ap);
 	if (verbosity > 0)
-		fputs(line, stderr);
+		vfprintf(stderr, fmt, aq);	/* (whole: a verifier log is longer) */
+	va_end(aq);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	buf_adds(&libbpf_log, line);
 	return 0;
 }
@@ -141,9 +144,8 @@ static int ask_again(struct ljb_core *c, uint64_t id)
  * freed caller closure) is tried again on the stack's next samples, up to
  * LJB_NAME_TRIES times; its samples count all along, the text is the
  * last one made. */
-static int on_event(void *ctx, void *data, size_t size)
+static int take_event(struct ljb_core *c, void *data, size_t size)
 {
-	struct ljb_core *c = ctx;
 	const struct ljb_event *ev = data;
 	struct buf b = {0};
 	struct ljb_idtext *e;
@@ -181,6 +183,17 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (c->on_stack)
 		c->on_stack(c, ev, e->text);
 	return 0;
+}
+
+/* ring_buffer's callback: take_event, and -1 (the poll returns) at
+ * poll_end: a poll consumes the events as long as they come, and naming
+ * a burst of new stacks would hold the loop past the session's end. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct ljb_core *c = ctx;
+
+	take_event(c, data, size);
+	return c->poll_end && ljb_now() >= c->poll_end ? -1 : 0;
 }
 
 /* The processes to sample: PID, or the master's children. */
@@ -618,7 +631,9 @@ int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *m
 			c->t.name, verb, more);
 	t0 = ljb_now();
 	while (!stop && !c->stop) {
+		c->poll_end = ljb_now() + 0.05;
 		ring_buffer__poll(c->rb, 20);
+		c->poll_end = 0;
 		t = ljb_now();
 		if (time > 0 && t - t0 >= time)
 			break;

@@ -95,6 +95,7 @@ struct ljb_core {
 	void *ctx;
 	int stop;		/* the loop ends */
 	struct ring_buffer *rb;	/* events (ljb_core_loop) */
+	double poll_end;	/* on_event stops a poll of rb then */
 	/* the stack ids (open addressing, ids_cap a power of two) */
 	struct ljb_idtext *ids;
 	size_t nids, ids_cap;

@@ -20,9 +20,21 @@
 static pid_t mem_pid;
 static int mem_fd = -1, map_fd = -1;
 
+enum { PAGE = 4096, NKEPT = 16 };
+
+/* The pages ljb_read() keeps while ljb_read_keep(1) holds (NKEPT; the
+ * next to replace: next_kept). */
+static struct kept {
+	pid_t pid;	/* 0: empty */
+	uint64_t page;
+	unsigned char b[PAGE];
+} kept[NKEPT];
+static int keeping;
+static unsigned next_kept;
+
 int ljb_present(pid_t pid, uint64_t addr, size_t n)
 {
-	enum { PAGE = 4096, MAXP = 64 };
+	enum { MAXP = 64 };
 	uint64_t e[MAXP], first = addr / PAGE, last = (addr + (n ? n : 1) - 1) / PAGE;
 
 	if (ljb_read_open(pid) < 0)
@@ -58,10 +70,48 @@ int ljb_read_open(pid_t pid)
 	return 0;
 }
 
+void ljb_read_keep(int on)
+{
+	for (unsigned i = 0; i < NKEPT; i++)
+		kept[i].pid = 0;
+	keeping = on;
+}
+
+/* The kept copy of page P of PID, read now if it is not kept; NULL when
+ * the page is not present or cannot be read. */
+static const unsigned char *kept_page(pid_t pid, uint64_t p)
+{
+	struct kept *k;
+
+	for (unsigned i = 0; i < NKEPT; i++)
+		if (kept[i].pid == pid && kept[i].page == p)
+			return kept[i].b;
+	k = &kept[next_kept++ % NKEPT];
+	k->pid = 0;
+	if (!ljb_present(pid, p * PAGE, PAGE) ||
+	    pread(mem_fd, k->b, PAGE, (off_t)(p * PAGE)) != PAGE)
+		return NULL;
+	k->pid = pid;
+	k->page = p;
+	return k->b;
+}
+
 int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
 	/* (a page the target never touched, or swapped out, is not read:
-	   reading it would map or swap one in) */
+	   reading it would map or swap one in; kept_page checks too) */
+	if (keeping && n <= 2 * PAGE) {
+		for (size_t done = 0; done < n;) {
+			uint64_t a = addr + done, off = a % PAGE;
+			size_t k = n - done < PAGE - off ? n - done : (size_t)(PAGE - off);
+			const unsigned char *b = kept_page(pid, a / PAGE);
+			if (!b)
+				return -1;
+			memcpy((char *)buf + done, b + off, k);
+			done += k;
+		}
+		return 0;
+	}
 	if (!ljb_present(pid, addr, n))
 		return -1;
 	return pread(mem_fd, buf, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
@@ -617,9 +667,9 @@ static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb
 	return n + k;
 }
 
-int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
-		   const struct ljb_symtab *st, const struct ljb_textopts *o,
-		   struct buf *out, struct ljb_textres *res)
+static int stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
+		      const struct ljb_symtab *st, const struct ljb_textopts *o,
+		      struct buf *out, struct ljb_textres *res)
 {
 	struct rctx c = { ev->pid, ly, st, 0, 0 };
 	char name[256];
@@ -704,4 +754,16 @@ int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 	if (res)
 		*res = (struct ljb_textres){ c.unsure, why, cut };
 	return c.bad ? -1 : 0;
+}
+
+int ljb_stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
+		   const struct ljb_symtab *st, const struct ljb_textopts *o,
+		   struct buf *out, struct ljb_textres *res)
+{
+	int rc;
+
+	ljb_read_keep(1);
+	rc = stack_text(ev, ly, st, o, out, res);
+	ljb_read_keep(0);
+	return rc;
 }

@@ -25,6 +25,14 @@
  * as a fault (-1). */
 int ljb_read(pid_t pid, uint64_t addr, void *buf, size_t n);
 
+/* From ljb_read_keep(1) to ljb_read_keep(0), ljb_read() reads whole
+ * pages (at most 16 kept, the oldest replaced) and takes each value from
+ * the copy of its page: one read of the pagemap and one of the memory
+ * per page, not per value, and the values of one page from one moment.
+ * Reads of more than two pages are not kept.  Either call forgets the
+ * pages kept. */
+void ljb_read_keep(int on);
+
 /* Whether every page of [ADDR, ADDR+N) is present in PID's page tables:
  * 1 or 0 (0 too when PID's pagemap cannot be read). */
 int ljb_present(pid_t pid, uint64_t addr, size_t n);
@@ -68,7 +76,8 @@ struct ljb_textres {
  * per line, each ending in '\n'; "[truncated]" last when cut at depth),
  * appended to OUT.  Reads the target's memory now.  A stack in a trace
  * shows the frames the trace inlined, from the snapshot the sample found
- * (bpf/snapshot.h), above its base frame, within the depth.  Fills *RES
+ * (bpf/snapshot.h), above its base frame, within the depth; the pages
+ * read are kept while it runs (ljb_read_keep()).  Fills *RES
  * (unless NULL).  Returns 0, or
  * -1 when the target's memory could not be read (OUT is then undefined).
  */

@@ -401,6 +401,7 @@ sub nginx {
 		select(undef, undef, undef, 0.1);
 		$master = slurp("$prefix/logs/nginx.pid") // next;
 		chomp $master;
+		next unless $master =~ /^\d+$/;    # (created, not written yet)
 		@workers = split ' ', `pgrep -P $master`;
 		last if @workers >= $w && system("curl -s -o /dev/null http://127.0.0.1:$port" . ($o{url} // '/')) == 0;
 	}
