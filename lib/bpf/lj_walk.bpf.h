@@ -89,6 +89,8 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
+#define LJB_HEAD 128
+
 /* The walk's state and the event being built (per CPU: too big for the
  * BPF stack). */
 struct walk {
@@ -98,6 +100,9 @@ struct walk {
 	__u32 n, skip, end, fault, dummy, done, resumes, ngxfault;
 	__u32 topflags;
 	__u64 toppc;
+	/* a lua_State's fields, or a function's header, read at once
+	   (read_lstate, func_head): at most LJB_HEAD bytes */
+	__u8 hbuf[LJB_HEAD + 8];
 	struct ljb_event ev;
 };
 
@@ -223,14 +228,6 @@ static __always_inline __u64 frame_func(__u64 frame, __u32 *f)
 	return rd32(frame + cfg.fr_func, f);
 }
 
-/* The frame link (frame_ftsz), signed. */
-static __always_inline __s64 frame_ftsz(__u64 frame, __u32 *f)
-{
-	if (cfg.fr2)
-		return (__s64)rd64(frame, f);
-	return (__s32)rd32(frame + cfg.fr_tp, f);
-}
-
 /* The link as a PC (frame_pc). */
 static __always_inline __u64 frame_pc(__u64 frame, __u32 *f)
 {
@@ -250,15 +247,101 @@ static __always_inline __u32 gct_ffid(__u64 o, __u32 *f)
 	return v;
 }
 
-/* Whether base is a frame of L's stack holding a function (the tapset's
- * __lj_base_ok). */
-static __always_inline int base_ok(__u64 L, __u64 base, __u32 *f)
+/* frame_func and frame_ftsz (the frame link, signed, in *FTSZ) of
+ * frame, in one read: FR2's two slots below and at the frame, or the
+ * TValue's two halves. */
+static __always_inline __u64 frame_pair(__u64 frame, __s64 *ftsz, __u32 *f)
 {
-	__u64 stack = rdref(L + cfg.L_stack, f);
-	__u32 size = rd32(L + cfg.L_stacksize, f);
+	__u64 v[2] = { 0, 0 };
+
+	if (cfg.fr2) {
+		tally(16);
+		if (bpf_probe_read_user(v, 16, (void *)(frame - cfg.tv)))
+			*f = 1;
+		*ftsz = (__s64)v[1];
+		return v[0] & 0x7fffffffffffULL;
+	}
+	tally(8);
+	if (bpf_probe_read_user(v, 8, (void *)frame))
+		*f = 1;
+	*ftsz = (__s32)(v[0] >> (8 * (cfg.fr_tp & 4)));
+	return (__u32)(v[0] >> (8 * (cfg.fr_func & 4)));
+}
+
+/* The bytes of a GCfunc's header that func_head reads: through its gct
+ * and ffid and its pc (GCfuncL; a GCfuncC has them at the same
+ * offsets). */
+#define FN_HEAD_N (cfg.fl_pc + cfg.gcref > cfg.gct + 2 ? cfg.fl_pc + cfg.gcref : cfg.gct + 2)
+
+/* gct | ffid << 8 of function fn (gct_ffid), and its pc (GCfuncL pc, an
+ * MRef) in *PC, in one read. */
+static __always_inline __u32 func_head(struct walk *w, __u64 fn, __u64 *pc, __u32 *f)
+{
+	__u8 *b = w->hbuf;
+	__u32 n = FN_HEAD_N, g = cfg.gct & (LJB_HEAD - 1), o = cfg.fl_pc & (LJB_HEAD - 1);
+	__u64 v = 0;
+
+	if (n > LJB_HEAD) {
+		*f = 1;
+		return 0;
+	}
+	tally(n);
+	if (bpf_probe_read_user(b, n, (void *)fn)) {
+		*f = 1;
+		return 0;
+	}
+	__builtin_memcpy(&v, b + o, 8);
+	*pc = cfg.gc64 ? v : (__u32)v;
+	return b[g] | (__u32)b[g + 1] << 8;
+}
+
+/* The fields of a lua_State the walk reads, in one read (read_lstate). */
+struct lstate {
+	__u64 cframe, base, stack;
+	__u32 size;
+};
+
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define L_HEAD_N MAX2(MAX2(cfg.L_cframe + 8, cfg.L_stacksize + 4), \
+		      MAX2(cfg.L_base, cfg.L_stack) + cfg.gcref)
+
+/* A GCRef or MRef (cfg.gcref bytes) at offset OFF of B. */
+static __always_inline __u64 ref_at(const __u8 *b, __u32 off)
+{
+	__u64 v = 0;
+
+	__builtin_memcpy(&v, b + (off & (LJB_HEAD - 1)), 8);
+	return cfg.gc64 ? v : (__u32)v;
+}
+
+/* L's cframe, base, stack and stacksize into *LS; a fault sets *f. */
+static __always_inline void read_lstate(struct walk *w, __u64 L, struct lstate *ls, __u32 *f)
+{
+	__u8 *b = w->hbuf;
+	__u32 n = L_HEAD_N;
+
+	if (n > LJB_HEAD) {
+		*f = 1;
+		return;
+	}
+	tally(n);
+	if (bpf_probe_read_user(b, n, (void *)L)) {
+		*f = 1;
+		return;
+	}
+	__builtin_memcpy(&ls->cframe, b + (cfg.L_cframe & (LJB_HEAD - 1)), 8);
+	ls->base = ref_at(b, cfg.L_base);
+	ls->stack = ref_at(b, cfg.L_stack);
+	ls->size = (__u32)ref_at(b, cfg.L_stacksize);
+}
+
+/* Whether base is a frame of the stack of a lua_State (LS: its fields)
+ * holding a function (the tapset's __lj_base_ok). */
+static __always_inline int base_ok(const struct lstate *ls, __u64 base, __u32 *f)
+{
 	__u64 fn;
 
-	if (base <= stack + cfg.fr2 * cfg.tv || base > stack + (__u64)size * cfg.tv)
+	if (base <= ls->stack + cfg.fr2 * cfg.tv || base > ls->stack + (__u64)ls->size * cfg.tv)
 		return 0;
 	if (base & 7)
 		return 0;
@@ -386,6 +469,7 @@ static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
 static __always_inline __u64 ngx_parent(struct walk *w, __u64 L, __u32 *f)
 {
 	__u64 co, pco, P, base, fn, cfn;
+	struct lstate ps = {};
 	__u32 gf;
 
 	if (!cfg.ngx)
@@ -399,11 +483,12 @@ static __always_inline __u64 ngx_parent(struct walk *w, __u64 L, __u32 *f)
 	P = rd64(pco + cfg.co_co, f);
 	if (*f || !P || P == L || (gct_ffid(P, f) & 0xff) != 6 || *f)
 		return 0;
-	if (rdref(P + cfg.L_glref, f) != w->g || rd64(P + cfg.L_cframe, f) ||
+	read_lstate(w, P, &ps, f);
+	if (*f || rdref(P + cfg.L_glref, f) != w->g || ps.cframe ||
 	    (rd32(P + cfg.L_status, f) & 0xff) != 1 || *f)
 		return 0;
-	base = rdref(P + cfg.L_base, f);
-	if (!base_ok(P, base, f) || *f)
+	base = ps.base;
+	if (!base_ok(&ps, base, f) || *f)
 		return 0;
 	fn = frame_func(base - cfg.tv, f);
 	gf = gct_ffid(fn, f);
@@ -427,6 +512,7 @@ static __always_inline int resume_walk(struct walk *w)
 {
 	__u32 f = 0, n = w->n;
 	__u64 rL;
+	struct lstate ls = {};
 	struct ljb_frame *r;
 
 	if (n == 0 || n >= cfg.depth || n >= LJB_MAX_FRAMES || w->resumes >= LJB_MAX_RESUME)
@@ -449,14 +535,15 @@ static __always_inline int resume_walk(struct walk *w)
 	w->n = n + 1;
 	w->resumes++;
 	w->L = rL;
-	w->bot = rdref(rL + cfg.L_stack, &f) + cfg.fr2 * cfg.tv;
-	w->frame = rdref(rL + cfg.L_base, &f) - cfg.tv;
+	read_lstate(w, rL, &ls, &f);
+	w->bot = ls.stack + cfg.fr2 * cfg.tv;
+	w->frame = ls.base - cfg.tv;
 	w->nextframe = 0;
 	w->nextftsz = 0;
 	w->topflags = LJB_PC_NONE;
 	w->toppc = 0;
 	w->skip = 0;
-	w->cf = rd64(rL + cfg.L_cframe, &f) & ~3ULL;
+	w->cf = ls.cframe & ~3ULL;
 	w->dummy = 1;	/* the coroutine's function has no caller here */
 	return !f;
 }
@@ -471,7 +558,7 @@ static long walk_step(__u64 i, void *ctx)
 	struct walk *w = ((struct loopctx *)ctx)->w;
 	__u32 f = 0;
 	__s64 ftsz;
-	__u64 fn, prev;
+	__u64 fn, prev, fpc = 0;
 	__u32 gf;
 
 	if (w->frame <= w->bot) {
@@ -486,13 +573,12 @@ static long walk_step(__u64 i, void *ctx)
 		w->done = 1;
 		return 1;
 	}
-	ftsz = frame_ftsz(w->frame, &f);
-	fn = frame_func(w->frame, &f);
+	fn = frame_pair(w->frame, &ftsz, &f);
 	if (f)
 		goto fault;
 	if (fn == w->L) {
 		w->dummy = 1;	/* lj_err_optype_call's dummy frame */
-	} else if (((gf = gct_ffid(fn, &f)) & 0xff) != 8) {
+	} else if (((gf = func_head(w, fn, &fpc, &f)) & 0xff) != 8) {
 		if (f)
 			goto fault;
 		w->end = LJB_END_BROKEN;
@@ -514,7 +600,7 @@ static long walk_step(__u64 i, void *ctx)
 		if (ffid == 1) {
 			key = rd64(fn + cfg.cf_f, &f);
 		} else if (ffid == 0) {
-			key = rdref(fn + cfg.fl_pc, &f) - cfg.proto_size;
+			key = fpc - cfg.proto_size;
 			if (!w->nextframe) {
 				flags = w->topflags;
 				pc = w->toppc;
@@ -688,6 +774,7 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 {
 	__u32 zero = 0, f = 0, sf = 0, sz = 0;
 	struct pt_regs *regs;
+	struct lstate ls = {};
 	struct walk *w;
 	__u64 g, L, pc, T = 0, leaf = 0, base = 0, mc = 0, tofs = 0, spc = 0;
 	__s32 vmstate, shown;
@@ -718,7 +805,9 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 	L = rdref(g + cfg.G_cur_L, &f);
 	if (f)
 		goto skip_read;
-	if (!L || !rd64(L + cfg.L_cframe, &f)) {
+	if (L)
+		read_lstate(w, L, &ls, &f);
+	if (!L || !ls.cframe) {
 		if (f)
 			goto skip_read;
 		count(LJB_N_NOLUA, 1);
@@ -786,7 +875,7 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 			base &= 0xffffffffULL;
 			bx &= 0xffffffffULL;
 		}
-		if (!base_ok(L, base, &f)) {
+		if (!base_ok(&ls, base, &f)) {
 			if (f)
 				goto skip_read;
 			goto skip_base;
@@ -816,7 +905,7 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 				   below the 16 in which BC_JLOOP saved r12
 				   and r13 (vm_x64.dasc, POSIX), below the
 				   interpreter's C frame (L->cframe) */
-				__u64 cf = rd64(L + cfg.L_cframe, &sf) & ~3ULL;
+				__u64 cf = ls.cframe & ~3ULL;
 				__u64 ra = rd64(cf - 16 - rd16(T + cfg.T_spadjust, &sf) - 8, &sf);
 				if (!sf && ra > mc && ra <= mc + sz) {
 					tofs = ra - 1 - mc;	/* the call */
@@ -843,8 +932,8 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 			w->h = MIX(MIX(w->h, snap), sflags == LJB_SNAP_CALL ? tofs + 1 : 0);
 		}
 		base = rdref(g + cfg.G_jit_base, &f);
-		if (!base || !base_ok(L, base, &f))
-			base = rdref(L + cfg.L_base, &f);
+		if (!base || !base_ok(&ls, base, &f))
+			base = ls.base;
 	} else {
 		__u64 cf;
 		if (vmstate == cfg.vmst_interp && vm) {
@@ -854,7 +943,7 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 				base &= 0xffffffffULL;
 				bx &= 0xffffffffULL;
 			}
-			if (base_ok(L, base, &f)) {
+			if (base_ok(&ls, base, &f)) {
 				w->topflags = LJB_PC_INS;
 				w->toppc = bx;
 				goto walk;
@@ -867,8 +956,8 @@ static __always_inline int ljb_take_walk(__u32 pid, struct ljb_proc *proc, __u64
 			 * consistent state, as for C code (the tapset does
 			 * the same) */
 		}
-		cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
-		base = rdref(L + cfg.L_base, &f);
+		cf = ls.cframe & ~3ULL;
+		base = ls.base;
 		if (cf) {
 			__u64 ins = rdref(cf + cfg.cf_pc, &f);
 			if (ins != rdref(cf + cfg.cf_L, &f)) {
@@ -881,11 +970,11 @@ walk:
 	if (f)
 		goto skip_read;
 	w->L = L;
-	w->bot = rdref(L + cfg.L_stack, &f) + cfg.fr2 * cfg.tv;
+	w->bot = ls.stack + cfg.fr2 * cfg.tv;
 	if (f)
 		goto skip_read;
 	w->frame = base - cfg.tv;
-	w->cf = rd64(L + cfg.L_cframe, &f) & ~3ULL;
+	w->cf = ls.cframe & ~3ULL;
 	w->nextframe = 0;
 	w->nextftsz = 0;
 	w->g = g;
