@@ -78,6 +78,11 @@ sub check_reads {
 	ok(defined $st->{reads} && $st->{reads} > 0 && $st->{reads} <= $READS && $st->{reads_p99} >= $st->{reads},
 	   sprintf('%s: %s reads of the target\'s memory per sample on average (%s bytes; at most %d), 99%% at most %s',
 		   $name, $st->{reads} // '?', $st->{rbytes} // '?', $READS, $st->{reads_p99} // '?'));
+	# the probe's time: its median and 99th percentile (issue 26), which
+	# depend on the machine: only consistent
+	ok(defined $st->{cost_med} && $st->{cost_med} > 0 && $st->{cost_med} <= $st->{cost_p99},
+	   sprintf('%s: half of the samples at most %s us in the probe, 99%% at most %s us (%s on average)',
+		   $name, $st->{cost_med} // '?', $st->{cost_p99} // '?', $st->{cost_us} // '?'));
 }
 
 for my $b (qw(gc64 nogc64)) {

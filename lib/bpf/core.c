@@ -966,6 +966,36 @@ void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, cons
 		n[LJB_N_RBYTES] / taken, events, k == LJB_RH - 1 ? "(over) " : "", 4 * k + 3);
 }
 
+/* The upper end, in ns, of LJB_N_TH0 bucket K (see ljb_cost). */
+static unsigned long long cost_top(int k)
+{
+	if (k == 0)
+		return 256;
+	return (256ULL << ((k - 1) / 4)) * (5 + (k - 1) % 4) / 4;
+}
+
+void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events)
+{
+	unsigned long long taken = 0, seen = 0, top[2];
+	int k = 0, over[2];
+
+	for (int i = 0; i < LJB_TH; i++)
+		taken += n[LJB_N_TH0 + i];
+	if (!taken)
+		return;
+	for (int q = 0; q < 2; q++) {
+		unsigned long long want = q ? 99 : 50;
+		while (k < LJB_TH - 1 && (seen + n[LJB_N_TH0 + k]) * 100 < taken * want)
+			seen += n[LJB_N_TH0 + k++];
+		over[q] = k == LJB_TH - 1;
+		top[q] = cost_top(over[q] ? k - 1 : k);
+	}
+	fprintf(stderr, "WARNING: %s: half of the %s at most %s%llu.%llu us in the sampling probe, "
+		"99%% at most %s%llu.%llu us\n", c->t.name, events, over[0] ? "(over) " : "",
+		top[0] / 1000, top[0] % 1000 / 100, over[1] ? "(over) " : "", top[1] / 1000,
+		top[1] % 1000 / 100);
+}
+
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
 		      unsigned long long unnamed, const char *events)
 {

@@ -140,9 +140,14 @@ enum {
 	   and how many samples made 0-3, 4-7, ... (LJB_RH buckets of 4,
 	   the last one: all above) */
 	LJB_N_READS, LJB_N_RBYTES, LJB_N_RH0,
-	LJB_N_MAX = LJB_N_RH0 + 64
+	/* how many samples took each time in the probe (LJB_TH buckets:
+	   below 256 ns, then four a power of two; the last one: all above,
+	   ljb_cost) */
+	LJB_N_TH0 = LJB_N_RH0 + 64,
+	LJB_N_MAX = LJB_N_TH0 + 48
 };
 #define LJB_RH 64
+#define LJB_TH 48
 
 /* lj-lua-off-cpu (lj_offcpu.bpf.c): a wait's kind, by how ljb_take()
  * ended at its switch-out (LJB_R_*, lj_walk.bpf.h, in that order), then

@@ -36,6 +36,6 @@ int lj_sample(void *ctx)
 	count(LJB_N_SAMPLES, 1);
 	ljb_hadd(&psamples, &pid, 1);
 	ljb_take(pid, proc, &id);
-	count(LJB_N_COST, bpf_ktime_get_ns() - t0);
+	ljb_cost(bpf_ktime_get_ns() - t0);
 	return 0;
 }

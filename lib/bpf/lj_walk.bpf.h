@@ -178,6 +178,39 @@ static __always_inline void ljb_reads_end(__u64 r0, __u64 b0)
 	ljb_pcpu_add(&stats, LJB_N_RH0 + (__u32)k, 1);
 }
 
+/* Counts a sample's time in the probe, NS: LJB_N_COST and its bucket
+ * (LJB_N_TH0 + 0 below 256 ns, else 1 + 4 * octave + the next two bits
+ * below the top one, octave 0 for 256-511 ns). */
+static __always_inline void ljb_cost(__u64 ns)
+{
+	__u64 v = ns >> 8;
+	__u32 o = 0, k = 0;
+
+	ljb_pcpu_add(&stats, LJB_N_COST, ns);
+	if (v) {
+		if (v >> 16) {
+			o += 16;
+			v >>= 16;
+		}
+		if (v >> 8) {
+			o += 8;
+			v >>= 8;
+		}
+		if (v >> 4) {
+			o += 4;
+			v >>= 4;
+		}
+		if (v >> 2) {
+			o += 2;
+			v >>= 2;
+		}
+		if (v >> 1)
+			o += 1;
+		k = 1 + 4 * o + (__u32)((ns >> (o + 6)) & 3);
+	}
+	ljb_pcpu_add(&stats, LJB_N_TH0 + (k < LJB_TH - 1 ? k : LJB_TH - 1), 1);
+}
+
 static __always_inline __u64 ljb_rbytes_begin(void)
 {
 	return ljb_nrbytes[bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1)];

@@ -27,7 +27,9 @@ its first line because the caller's value that checks its name had
 changed), cost_us: the probe's time per sample, and cost_pct: that
 share of a CPU; on eBPF reads, rbytes and reads_p99: the reads of the
 target's memory per sample, their bytes, and the count 99% of the samples
-stay within; undef when the lines are missing), C<pids> (samples per
+stay within, and cost_med and cost_p99: the probe's time that half and
+99% of the samples stay within (us; 1e9 past the last bucket); undef when
+the lines are missing), C<pids> (samples per
 process id), C<layout> (binary => the layout database's entry, from
 stap++'s "using layout" line on stderr for a stripped binary), C<bad>
 (lines that fit neither), C<cpu> and C<wall> (the
@@ -182,6 +184,9 @@ sub parse {
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+\.\d) reads of the target's memory per sample on average \((\d+) bytes\), 99% of the samples at most (\(over\) )?(\d+)$/) {
 			# (eBPF; the last session's)
 			@{ $p{stats} }{qw(reads rbytes reads_p99)} = ($1, $2, $3 ? 1e9 : $4);
+		} elsif ($line =~ /^WARNING: lj-lua-stacks: half of the samples at most (\(over\) )?(\d+\.\d) us in the sampling probe, 99% at most (\(over\) )?(\d+\.\d) us$/) {
+			# (eBPF; the last session's)
+			@{ $p{stats} }{qw(cost_med cost_p99)} = ($1 ? 1e9 : $2, $3 ? 1e9 : $4);
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: (\d+) samples in stacks with a function shown by its first line, not by the name/) {
 			$add->([qw(unsure)], $1);    # (eBPF: the name's check read a changed value)
 		} elsif ($line =~ /^WARNING: lj-lua-stacks: samples per process \(pid:samples\):((?: \d+:\d+)*)$/) {
