@@ -988,12 +988,12 @@ void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const
 		while (k < LJB_TH - 1 && (seen + n[LJB_N_TH0 + k]) * 100 < taken * want)
 			seen += n[LJB_N_TH0 + k++];
 		over[q] = k == LJB_TH - 1;
-		top[q] = cost_top(over[q] ? k - 1 : k);
+		/* (in tenths of a us, rounded up: "at most" holds) */
+		top[q] = (cost_top(over[q] ? k - 1 : k) + 99) / 100;
 	}
 	fprintf(stderr, "WARNING: %s: half of the %s at most %s%llu.%llu us in the sampling probe, "
 		"99%% at most %s%llu.%llu us\n", c->t.name, events, over[0] ? "(over) " : "",
-		top[0] / 1000, top[0] % 1000 / 100, over[1] ? "(over) " : "", top[1] / 1000,
-		top[1] % 1000 / 100);
+		top[0] / 10, top[0] % 10, over[1] ? "(over) " : "", top[1] / 10, top[1] % 10);
 }
 
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
