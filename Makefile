@@ -94,7 +94,7 @@ CLANG   ?= clang
 BPFTOOL ?= $(or $(wildcard /usr/sbin/bpftool),bpftool)
 LDLIBS_BPF := -lbpf -lelf -lz
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
-lib/bpf/%.bpf.o: lib/bpf/%.bpf.c lib/bpf/lj_walk.bpf.h lib/bpf/lj_wait.bpf.h lib/bpf/lj_bpf.h Makefile
+lib/bpf/%.bpf.o: lib/bpf/%.bpf.c lib/bpf/lj_walk.bpf.h lib/bpf/lj_read.bpf.h lib/bpf/lj_wait.bpf.h lib/bpf/lj_bpf.h Makefile
 	$(quiet) CLANG $@
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -Ilib/bpf -c -o $@ $<
 lib/bpf/%.skel.h: lib/bpf/%.bpf.o
