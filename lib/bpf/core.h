@@ -324,42 +324,13 @@ void ljb_waits_open_limits(const struct ljb_core *c, const unsigned long long op
  * as "TEXT\tCOUNT\n\n"; returns the total printed. */
 unsigned long long ljb_core_print(struct ljb_core *c, long limit);
 
-/* The per-CPU array FD's NK counters summed over the CPUs into N. */
-void ljb_sum_percpu(int fd, unsigned long long *n, size_t nk);
-
 /* Prints "NAME: WHAT (pid:UNIT): P:N ..." from the hash map FD (pid ->
- * count), most first, 16 at most. */
+ * count), most first, 16 at most; then a line of where each of them runs
+ * where that is known apart (origin_text: a container). */
 void ljb_print_per_pid(const struct ljb_core *c, int fd, const char *what);
 
-/* Prints, when the tally T has any, the line of the weight (in UNIT)
- * left out of the graph or cut, as the SystemTap samples' ljw_limits, and
- * the one of stacks not named because the target's memory was gone. */
-void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const char *unit,
-		      long depth, long maxstacks);
-
-/* Prints, for each reason (LJB_SNAP_*) that T counts, the UNITs in
- * traces whose stacks show no frames the trace inlined, and why (part of
- * ljb_print_limits). */
-void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const char *unit);
-
-/* Prints the median and 99th percentile of the time in the sampling
- * probe of the EVENTS counted in N's LJB_N_TH0 buckets (ljb_cost), each
- * as its bucket's upper end (within 25%), "(over)" past the last. */
-void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events);
-
-/* Prints what the stacks taken cost in reads of the target's memory,
- * from the statistics N (LJB_N_READS, LJB_N_RBYTES, the LJB_RH buckets):
- * "NAME: X.Y reads of the target's memory per EVENT on average (B bytes),
- * 99% of the EVENTS at most K" (counts that do not depend on the
- * machine, unlike time); nothing when no stack was taken. */
-void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, const char *event,
-		     const char *events);
-
-/* Prints "NAME: N EVENTS skipped: WHY" for each fault reason of the
- * statistics N (LJB_N_*) and the UNNAMED stacks. */
-void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,
-		      unsigned long long unnamed, const char *events);
-
 void ljb_core_free(struct ljb_core *c);
+
+#include "bpf/stats.h"
 
 #endif
