@@ -141,15 +141,17 @@ static int ask_again(struct ljb_core *c, uint64_t id)
 
 /* A new stack from the kernel: name it now, while its functions live.  A
  * name left out on a value that may have changed since the sample (a
- * freed caller closure) is tried again on the stack's next samples, up to
- * LJB_NAME_TRIES times; its samples count all along, the text is the
- * last one made. */
+ * freed caller closure), or a stack not named at all because a function
+ * on it was gone (freed, its memory reused) before it was named, is tried
+ * again on the stack's next samples, up to LJB_NAME_TRIES times (its id
+ * holds its functions' identities: frame_alive in bpf/symbolize.c); its
+ * samples count all along, the text is the last one made. */
 static int take_event(struct ljb_core *c, void *data, size_t size)
 {
 	const struct ljb_event *ev = data;
 	struct buf b = {0};
 	struct ljb_idtext *e;
-	struct ljb_textres r = { 0, -1, 0 };
+	struct ljb_textres r = { 0, -1, 0, 0 };
 
 	if (size < sizeof(*ev) - sizeof(ev->f))
 		return 0;
@@ -175,8 +177,10 @@ static int take_event(struct ljb_core *c, void *data, size_t size)
 	}
 	e->nosnap = r.snapwhy > 0 ? (uint8_t)r.snapwhy : 0;
 	e->unsure = r.unsure ? 1 : 0;
+	e->gone = r.gone ? 1 : 0;
 	buf_free(&b);
-	if (r.unsure && e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
+	if ((r.unsure || (e->text < 0 && ev->end != LJB_END_BROKEN)) &&
+	    e->resent < LJB_NAME_TRIES && ask_again(c, ev->id) == 0) {
 		e->asked = 1;
 		return 0;	/* (on_stack waits for the better name) */
 	}
@@ -683,6 +687,8 @@ void ljb_core_add(struct ljb_core *c, uint64_t id, unsigned long long n,
 		t->nosnap[e->nosnap] += n;
 		if (e->unsure)
 			t->unsure += n;
+		if (e->gone)
+			t->gone += n;
 		c->texts[e->text].count += n;
 	}
 }

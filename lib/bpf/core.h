@@ -62,6 +62,9 @@ struct ljb_idtext {
 				   at every try (ljb_stack_text) */
 	uint8_t nosnap;		/* in a trace: why the frames it inlined are
 				   not shown (LJB_SNAP_*, 0: they are) */
+	uint8_t gone;		/* a function on it was freed before it was
+				   named: named by its definition from what
+				   the sample read (ljb_textres gone) */
 };
 
 struct ljb_text {
@@ -73,6 +76,7 @@ struct ljb_text {
 struct ljb_tally {
 	unsigned long long truncated, broken, lost, unnamed;
 	unsigned long long unsure;	/* (printed, a function by its first line) */
+	unsigned long long gone;	/* (printed, named from the sample's copy) */
 	unsigned long long nosnap[LJB_SNAP_NWHY];	/* (printed without the
 							   frames a trace inlined) */
 };
@@ -123,6 +127,7 @@ struct ljb_core {
 	(c)->files_fd = bpf_map__fd((skel)->maps.files);		\
 	(c)->events_fd = bpf_map__fd((skel)->maps.events);		\
 	(c)->resend_fd = bpf_map__fd((skel)->maps.resend);		\
+	(c)->to.names_fd = bpf_map__fd((skel)->maps.names);		\
 	(c)->nsyms = &(skel)->bss->nsyms;				\
 	(c)->nfiles = &(skel)->bss->nfiles;				\
 	(c)->nresend = &(skel)->bss->nresend;				\
@@ -135,7 +140,7 @@ struct ljb_core {
  * Evaluates to 0, or -1 after error().
  */
 #define LJB_CORE_OPEN(c, t, o, dw, skel, name) __extension__ ({		\
-	struct ljb_textopts to_ = { (o)->lines, (o)->fullpath };	\
+	struct ljb_textopts to_ = { (o)->lines, (o)->fullpath, -1 };	\
 	int r_ = ljb_core_open((c), (t), &to_, (dw), (o)->maxstacks);	\
 	if (r_ == 0 && !((skel) = name##__open()))			\
 		r_ = error("cannot open the eBPF program: %s", strerror(errno)); \

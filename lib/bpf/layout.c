@@ -266,6 +266,9 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	k->G_cur_L = G_cur_L; k->G_vmstate = G_vmstate; k->G_jit_base = G_jit_base;
 	k->gct = gct; k->ffid = ffid; k->cf_f = cf_f; k->fl_pc = fl_pc;
 	k->proto_size = proto; k->pt_chunkname = chunk; k->pt_sizebc = sizebc;
+	k->pt_firstline = ly->pt_firstline; k->pt_numline = ly->pt_numline;
+	k->pt_lineinfo = ly->pt_lineinfo;
+	k->str_hash = ly->str_hash; k->str_len = ly->str_len; k->str_size = ly->str_size;
 	k->fr_func = fr_func; k->fr_tp = fr_tp;
 	k->T_gct = T_gct; k->T_startpc = T_startpc; k->T_mcode = T_mcode;
 	k->T_szmcode = T_szmcode;

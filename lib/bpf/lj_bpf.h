@@ -23,6 +23,9 @@ struct ljb_cfg {
 	__u32 L_glref, L_cframe, L_base, L_stack, L_stacksize;
 	__u32 G_cur_L, G_vmstate, G_jit_base;
 	__u32 gct, ffid, cf_f, fl_pc, proto_size, pt_chunkname, pt_sizebc;
+	/* GCproto firstline, numline, lineinfo; GCstr hash (or sid), len,
+	   and its size (where its bytes start) */
+	__u32 pt_firstline, pt_numline, pt_lineinfo, str_hash, str_len, str_size;
 	__u32 fr_func, fr_tp;		/* TValue fr.func / fr.tp (not FR2) */
 	__u32 T_gct, T_startpc, T_mcode, T_szmcode;
 	/* the trace's snapshots (GCtrace snap, nsnap; SnapShot mcofs and
@@ -67,6 +70,31 @@ struct ljb_frame {
 			   function it names a callee after */
 	__u32 ffid;	/* 0 Lua, 1 C, > 1 fast function */
 	__u32 flags;	/* LJB_PC_* | LJB_F_CALLER */
+	/* A Lua function's identity at the sample, which user space checks
+	 * before it names the frame (the GCproto may be freed and its memory
+	 * reused by then): its chunkname (a GCstr), its firstline and the
+	 * chunkname's hash (or sid); all 0 for other frames.  A stack sent
+	 * to user space also carries the line its pc executes, and its
+	 * chunkname's bytes are in the names map: what names a function
+	 * that is gone by then by its definition. */
+	__u64 chunk;
+	__u32 first;
+	__u32 strid;	/* (sent stacks only) */
+	__s32 line;	/* (sent stacks only) -1: none */
+	__u32 sizebc;	/* (the walk's, for line) */
+	__u64 li;	/* (the walk's, for line) lineinfo | numline << 48 */
+};
+
+/* A chunkname's bytes (map names, key: struct ljb_namekey): the first
+ * LJB_NAME_MAX of them, or the last when tail (a long "@path"). */
+#define LJB_NAME_MAX 64
+struct ljb_namekey {
+	__u64 chunk;
+	__u32 strid, pad;
+};
+struct ljb_name {
+	__u32 len, tail;
+	char b[LJB_NAME_MAX];
 };
 
 /* How a trace's snapshot was found (ljb_event sflags). */

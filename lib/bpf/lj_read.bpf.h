@@ -195,16 +195,6 @@ static __always_inline __u32 func_head(struct walk *w, __u64 fn, __u64 *pc, __u3
 	return b[g] | (__u32)b[g + 1] << 8;
 }
 
-/* The fields of a lua_State the walk reads, in one read (read_lstate). */
-struct lstate {
-	__u64 cframe, base, stack;
-	__u32 size;
-};
-
-#define MAX2(a, b) ((a) > (b) ? (a) : (b))
-#define L_HEAD_N MAX2(MAX2(cfg.L_cframe + 8, cfg.L_stacksize + 4), \
-		      MAX2(cfg.L_base, cfg.L_stack) + cfg.gcref)
-
 /* A GCRef or MRef (cfg.gcref bytes) at offset OFF of B. */
 static __always_inline __u64 ref_at(const __u8 *b, __u32 off)
 {
@@ -213,6 +203,52 @@ static __always_inline __u64 ref_at(const __u8 *b, __u32 off)
 	__builtin_memcpy(&v, b + (off & (LJB_HEAD - 1)), 8);
 	return cfg.gc64 ? v : (__u32)v;
 }
+
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+
+/* The bytes of a GCproto that proto_id reads: its sizebc, chunkname,
+ * firstline, numline and lineinfo (PID_LO: the first of them). */
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+#define PID_LO MIN2(MIN2(cfg.pt_sizebc, cfg.pt_chunkname), \
+		    MIN2(MIN2(cfg.pt_firstline, cfg.pt_numline), cfg.pt_lineinfo))
+#define PID_N (MAX2(MAX2(cfg.pt_sizebc + 4, cfg.pt_chunkname + cfg.gcref), \
+		    MAX2(MAX2(cfg.pt_firstline + 4, cfg.pt_numline + 4), \
+			 cfg.pt_lineinfo + cfg.gcref)) - PID_LO)
+
+/* The identity of GCproto pt into frame R (its chunkname and firstline:
+ * with the name's hash what identifies the function when user space
+ * names it), and what gives a position's line (sizebc, lineinfo and
+ * numline), in one read. */
+static __always_inline void proto_id(struct walk *w, __u64 pt, struct ljb_frame *r, __u32 *f)
+{
+	__u8 *b = w->hbuf;
+	__u32 n = PID_N, lo = PID_LO, nl = 0;
+
+	if (n > LJB_HEAD) {
+		*f = 1;
+		return;
+	}
+	tally(n);
+	if (bpf_probe_read_user(b, n, (void *)(pt + lo))) {
+		*f = 1;
+		return;
+	}
+	r->chunk = ref_at(b, cfg.pt_chunkname - lo);
+	__builtin_memcpy(&r->first, b + ((cfg.pt_firstline - lo) & (LJB_HEAD - 1)), 4);
+	__builtin_memcpy(&r->sizebc, b + ((cfg.pt_sizebc - lo) & (LJB_HEAD - 1)), 4);
+	__builtin_memcpy(&nl, b + ((cfg.pt_numline - lo) & (LJB_HEAD - 1)), 4);
+	r->li = ref_at(b, cfg.pt_lineinfo - lo) | (__u64)(nl < 256 ? 1 : nl < 65536 ? 2 : 4) << 48;
+}
+
+/* The fields of a lua_State the walk reads, in one read (read_lstate). */
+struct lstate {
+	__u64 cframe, base, stack;
+	__u32 size;
+};
+
+#define L_HEAD_N MAX2(MAX2(cfg.L_cframe + 8, cfg.L_stacksize + 4), \
+		      MAX2(cfg.L_base, cfg.L_stack) + cfg.gcref)
+
 
 /* L's cframe, base, stack and stacksize into *LS; a fault sets *f. */
 static __always_inline void read_lstate(struct walk *w, __u64 L, struct lstate *ls, __u32 *f)

@@ -29,7 +29,7 @@ struct session {
 static int start(struct session *s, const struct ljb_target *t, struct dw_set *dw, int nowalk)
 {
 	const struct ljb_opts *o = s->o;
-	struct ljb_textopts to = { o->lines, o->fullpath };
+	struct ljb_textopts to = { o->lines, o->fullpath, -1 };
 	long maxstacks = o->maxstacks ? o->maxstacks : 16384;
 
 	if (ljb_core_open(&s->c, t, &to, dw, maxstacks) < 0)

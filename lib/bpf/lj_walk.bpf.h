@@ -351,6 +351,77 @@ struct loopctx {
 	struct walk *w;
 };
 
+/* The chunknames of the stacks sent, by GCstr and hash (ljb_namekey):
+ * what names a function freed before user space named its stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct ljb_namekey);
+	__type(value, struct ljb_name);
+} names SEC(".maps");
+
+/* The line that frame R's pc executes (lj_debug_line), -1 if none or
+ * not shown (lines=0). */
+static __always_inline __s32 frame_line(const struct ljb_frame *r, __u32 *f)
+{
+	__u64 li = r->li & ((1ULL << 48) - 1), sz = r->li >> 48;
+	__u64 bc = r->key + cfg.proto_size, pos;
+
+	if (!cfg.lines || (r->flags & 3) != LJB_PC_INS || !li || r->pc < bc + 4)
+		return -1;
+	pos = (r->pc - bc) / 4 - 1;
+	if (pos >= r->sizebc)
+		return -1;	/* (a JLOOP's trace, the end: user space knows) */
+	if (pos == 0)
+		return (__s32)r->first;
+	li += (pos - 1) * sz;
+	return (__s32)r->first + (__s32)(sz == 1 ? (rd16(li, f) & 0xff) :
+					  sz == 2 ? rd16(li, f) : rd32(li, f));
+}
+
+/* bpf_loop's step over the frames of a stack sent to user space: frame
+ * i's line and chunkname hash, and the chunkname's bytes in names (read
+ * only for the stacks sent, the bytes once per name). */
+static long name_step(__u64 i, void *ctx)
+{
+	struct walk *w = ((struct loopctx *)ctx)->w;
+	struct ljb_frame *r = &w->ev.f[i & (LJB_MAX_FRAMES - 1)];
+	struct ljb_namekey k = { 0, 0, 0 };
+	struct ljb_name v = { 0, 0 };
+	__u8 *b = w->hbuf;
+	__u32 f = 0, lo = cfg.str_hash < cfg.str_len ? cfg.str_hash : cfg.str_len;
+	__u32 n = cfg.str_size + 1 - lo, len, at;
+
+	r->strid = 0;
+	r->line = -1;
+	if (!r->chunk)
+		return 0;
+	r->line = frame_line(r, &f);
+	if (n > LJB_HEAD)
+		return 1;
+	tally(n);
+	if (bpf_probe_read_user(b, n, (void *)(r->chunk + lo)))
+		return 1;	/* (a fault leaves the rest 0: refused if gone) */
+	__builtin_memcpy(&r->strid, b + ((cfg.str_hash - lo) & (LJB_HEAD - 1)), 4);
+	k.chunk = r->chunk;
+	k.strid = r->strid;
+	if (bpf_map_lookup_elem(&names, &k))
+		return 0;
+	__builtin_memcpy(&len, b + ((cfg.str_len - lo) & (LJB_HEAD - 1)), 4);
+	v.len = len;
+	at = 0;
+	if (len > LJB_NAME_MAX && b[(cfg.str_size - lo) & (LJB_HEAD - 1)] == '@') {
+		v.tail = 1;
+		at = len - LJB_NAME_MAX;
+	}
+	n = len < LJB_NAME_MAX ? len : LJB_NAME_MAX;
+	tally(n);
+	if (n && bpf_probe_read_user(v.b, n & (2 * LJB_NAME_MAX - 1), (void *)(r->chunk + cfg.str_size + at)))
+		return 0;
+	bpf_map_update_elem(&names, &k, &v, BPF_ANY);
+	return 0;
+}
+
 static long walk_step(__u64 i, void *ctx)
 {
 	struct walk *w = ((struct loopctx *)ctx)->w;
@@ -395,6 +466,9 @@ static long walk_step(__u64 i, void *ctx)
 			w->done = 1;
 			return 1;
 		}
+		r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
+		r->chunk = r->li = 0;
+		r->first = r->sizebc = 0;
 		if (ffid == 1) {
 			key = rd64(fn + cfg.cf_f, &f);
 		} else if (ffid == 0) {
@@ -416,13 +490,13 @@ static long walk_step(__u64 i, void *ctx)
 				flags = LJB_PC_INS;
 				pc = rdref(w->cf + cfg.cf_pc, &f);
 			}
-			w->h = MIX(w->h, rdref(key + cfg.pt_chunkname, &f));
+			proto_id(w, key, r, &f);
+			w->h = MIX(MIX(w->h, r->chunk), r->first);
 			if (!cfg.lines && !w->nextframe)
 				pc = 0;	/* the top position shows only as a line */
 		}
 		if (f)
 			goto fault;
-		r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
 		r->fn = fn;
 		r->key = key;
 		r->pc = pc;
@@ -830,6 +904,10 @@ walk:
 			w->ev.end = w->end;
 			if (w->end == LJB_END_TRUNC && n < LJB_MAX_FRAMES)
 				n++;	/* the caller of the last frame, for its name */
+			{
+				struct loopctx lc = { w };
+				bpf_loop(n, name_step, &lc, 0);
+			}
 			size = sizeof(w->ev) - sizeof(w->ev.f) + n * sizeof(struct ljb_frame);
 			if (size > sizeof(w->ev))
 				size = sizeof(w->ev);

@@ -64,6 +64,11 @@ void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const 
 			"line, not by the name its caller called it by: the caller's value that "
 			"tells a direct call from a tail call had changed before it was read, at "
 			"every sample of the stack (printed)\n", c->t.name, t->unsure, unit);
+	if (t->gone)
+		fprintf(stderr, "WARNING: %s: %llu %s in stacks with a function the target freed "
+			"before the stack was named (a function that load() made, say): shown by "
+			"its file and first line, from what the sample read (printed)\n",
+			c->t.name, t->gone, unit);
 }
 
 void ljb_print_reads(const struct ljb_core *c, const unsigned long long *n, const char *event,

@@ -6,6 +6,8 @@
 #include "base/wrapper.h"
 #include "target/proc.h"
 
+#include <bpf/bpf.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -124,6 +126,7 @@ struct rctx {
 	const struct ljb_symtab *st;
 	int bad;
 	int unsure;	/* a name left out on a value read now (ljb_stack_text) */
+	int gone;	/* a function named from the sample's copy (ljb_textres) */
 };
 
 static uint64_t rdn(struct rctx *c, uint64_t a, size_t n)
@@ -145,7 +148,7 @@ static uint64_t rdn(struct rctx *c, uint64_t a, size_t n)
 
 uint64_t ljb_find_G(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st)
 {
-	struct rctx c = { pid, ly, st, 0, 0 };
+	struct rctx c = { pid, ly, st, 0, 0, 0 };
 	uint64_t L;
 
 	if (ly->nginx) {
@@ -212,13 +215,19 @@ static size_t str_of(struct rctx *c, uint64_t s, char *b, size_t max)
 	return len;
 }
 
-/* luajit_proto_chunkname, escaped, appended to out. */
-static void chunkname(struct rctx *c, uint64_t pt, int fullpath, struct buf *out)
+/* The chunkname S (N bytes; its last ones when TAIL, of an "@path"),
+ * as luajit_proto_chunkname shows it, escaped, appended to out. */
+static void chunk_text(const char *s, size_t n, int tail, int fullpath, struct buf *out)
 {
-	char s[256];
-	size_t n = str_of(c, REF(c, pt + c->ly->k.pt_chunkname), s, 250);
-
-	if (n && s[0] == '@') {
+	if (tail) {
+		const char *slash = fullpath ? NULL : memchr(s, '/', n) ? strrchr(s, '/') : NULL;
+		if (slash) {
+			ljb_escape(out, slash + 1, n - (size_t)(slash + 1 - s));
+		} else {
+			buf_adds(out, "...");
+			ljb_escape(out, s, n);
+		}
+	} else if (n && s[0] == '@') {
 		const char *p = s + 1, *slash = fullpath ? NULL : strrchr(p, '/');
 		if (slash)
 			p = slash + 1;
@@ -236,6 +245,40 @@ static void chunkname(struct rctx *c, uint64_t pt, int fullpath, struct buf *out
 			buf_adds(out, "...");
 		buf_adds(out, "\"]");
 	}
+}
+
+/* luajit_proto_chunkname, escaped, appended to out. */
+static void chunkname(struct rctx *c, uint64_t pt, int fullpath, struct buf *out)
+{
+	char s[256];
+	size_t n = str_of(c, REF(c, pt + c->ly->k.pt_chunkname), s, 250);
+
+	chunk_text(s, n, 0, fullpath, out);
+}
+
+#define LJB_GCT_STR 4	/* ~LJ_TSTR (lj_obj.h) */
+#define LJB_GCT_PROTO 7	/* ~LJ_TPROTO */
+
+/* Whether Lua frame f's function is still the one sampled: its GCproto
+ * and chunkname still have the type, chunkname, firstline and name's
+ * hash (or sid) the kernel read at the sample.  The target may have
+ * freed it since (a function that load() made, say) and reused its
+ * memory, so naming it would print another function's name.  A frame
+ * without that identity (one a trace's snapshot restored: the trace
+ * holds its functions, and ev->mcode checks the trace) passes. */
+static int frame_alive(const struct rctx *c0, const struct ljb_frame *f)
+{
+	struct rctx cc = *c0, *c = &cc;	/* (a read that fails: not alive) */
+	const struct ljb_layout *ly = c->ly;
+	uint64_t pt = f->key;
+
+	if (f->ffid != 0 || !f->chunk)
+		return 1;
+	return R8(c, pt + ly->k.gct) == LJB_GCT_PROTO &&
+	       REF(c, pt + ly->k.pt_chunkname) == f->chunk &&
+	       R32(c, pt + ly->pt_firstline) == f->first &&
+	       R8(c, f->chunk + ly->k.gct) == LJB_GCT_STR &&
+	       R32(c, f->chunk + ly->str_hash) == f->strid && !c->bad;
 }
 
 static uint64_t proto_bc(struct rctx *c, uint64_t pt)
@@ -595,6 +638,10 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 
 	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->nbc_mode)
 		return -1;
+	if (!frame_alive(c, cf)) {
+		c0->gone = 1;	/* (its caller's code is gone: by first line) */
+		return -1;
+	}
 	pt = cf->key;
 	if ((pos = frame_pos(c, cf)) < 0)
 		return -1;
@@ -667,11 +714,36 @@ static uint32_t frames_of(const struct ljb_event *ev, struct rctx *c, struct ljb
 	return n + k;
 }
 
+/* Lua frame F, whose function was freed before its stack was named, as
+ * the sample read it: its chunkname from the names map, its first line
+ * and the line the kernel read, appended to OUT; 0, or -1 when the map
+ * does not have its name. */
+static int gone_frame(struct rctx *c, const struct ljb_frame *f, const struct ljb_textopts *o,
+		      struct buf *out)
+{
+	struct ljb_namekey k = { f->chunk, f->strid, 0 };
+	struct ljb_name v;
+	size_t n;
+
+	if (o->names_fd < 0 || !f->strid || bpf_map_lookup_elem(o->names_fd, &k, &v) < 0)
+		return -1;
+	n = v.len < LJB_NAME_MAX ? v.len : LJB_NAME_MAX;
+	if (o->lines && f->line >= 0) {
+		chunk_text(v.b, n, (int)v.tail, o->fullpath, out);
+		buf_addf(out, ":%d\n", f->line);
+	}
+	chunk_text(v.b, n, (int)v.tail, o->fullpath, out);
+	if (f->first != 0)
+		buf_addf(out, ":%u", f->first);
+	c->gone = 1;
+	return 0;
+}
+
 static int stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		      const struct ljb_symtab *st, const struct ljb_textopts *o,
 		      struct buf *out, struct ljb_textres *res)
 {
-	struct rctx c = { ev->pid, ly, st, 0, 0 };
+	struct rctx c = { ev->pid, ly, st, 0, 0, 0 };
 	char name[256];
 	static struct ljb_frame buf[2 * LJB_MAX_FRAMES + 1];
 	const struct ljb_frame *fs;
@@ -714,7 +786,10 @@ static int stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		const struct ljb_frame *f = &fs[i], *cf = i + 1 < n ? &fs[i + 1] : NULL;
 		if (i + 1 == n && cut && (n < all || ev->nframes < LJB_MAX_FRAMES))
 			cf = &fs[n];	/* the cut frame's caller */
-		if (f->ffid == LJB_FFID_RESUME) {
+		if (!frame_alive(&c, f)) {
+			if (gone_frame(&c, f, o, out) < 0)
+				c.bad = 1;	/* (refused: counted as memory gone) */
+		} else if (f->ffid == LJB_FFID_RESUME) {
 			buf_adds(out, "[resume]");
 		} else if (f->ffid == 1) {
 			csym(&c, f->key, out);
@@ -752,7 +827,7 @@ static int stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 	if (cut)
 		buf_adds(out, "[truncated]\n");
 	if (res)
-		*res = (struct ljb_textres){ c.unsure, why, cut };
+		*res = (struct ljb_textres){ c.unsure, why, cut, c.gone };
 	return c.bad ? -1 : 0;
 }
 

@@ -55,6 +55,7 @@ uint64_t ljb_find_G(pid_t pid, const struct ljb_layout *ly,
 /* Options of the text (as the sample's --arg lines and fullpath). */
 struct ljb_textopts {
 	int lines, fullpath;
+	int names_fd;	/* the kernel's names map (lj_walk.bpf.h), -1: none */
 };
 
 /* What ljb_stack_text found besides the text. */
@@ -69,6 +70,11 @@ struct ljb_textres {
 			   (LJB_SNAP_*); -1 when the sample has no snapshot */
 	int cut;	/* cut at depth (by the kernel, or here, where the
 			   frames a trace inlined made it deeper) */
+	int gone;	/* a function on it was freed (its GCproto or name
+			   no longer what the sample read) before it was
+			   named: shown by its file and first line (and the
+			   line the sample read), from the chunkname's bytes
+			   the kernel kept (names map) */
 };
 
 /*
