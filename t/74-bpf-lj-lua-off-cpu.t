@@ -121,6 +121,7 @@ for my $c (['gc64', 'jit'], ['nogc64', 'nojit'], ['nogc64', 'jit', 'stripped']) 
 	}
 	like $err, qr/^WARNING: lj-lua-off-cpu: \d+\.\d us per wait in the switch-out probe on average \(\d+ waits\)$/m,
 		"$name: the cost per wait is printed";
+	Bpf::check_cost($name, $err, 'lj-lua-off-cpu', 'waits', 'switch-out probe');
 	Bpf::check_reads($name, $err, 'lj-lua-off-cpu', 'wait', $READS);
 	accounted($name, $err, 30 * $ROUNDS, $blocks);
 	like $err, qr/^WARNING: lj-lua-off-cpu: us off CPU per process \(pid:us\): \d+:\d+$/m, "$name: the time per process";

@@ -105,6 +105,7 @@ for my $k (['bytes', 'bytes'], ['us', 'us'], ['stripped', 'bytes']) {
 	is $p->{total}, $printed, "$n: the total printed is on stderr";
 	like $err, qr/^WARNING: lj-lua-fio: \d+\.\d us per call in the system call entry probe on average \(\d+ calls\)$/m,
 		"$n: the cost per call is printed";
+	Bpf::check_cost($n, $err, 'lj-lua-fio', 'calls', 'system call entry probe');
 	Bpf::check_reads($n, $err, 'lj-lua-fio', 'call', $READS);
 	note sprintf('%s: read2 %.1f%% read1 %.1f%% of %d %s in %d calls; the app: %s', $n, $r2, $r1, $p->{total}, $w,
 		$p->{wait}{waits} // 0, join(', ', map { "$_ $acct->{$_}{us} us $acct->{$_}{bytes} bytes" } sort keys %$acct));

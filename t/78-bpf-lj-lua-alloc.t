@@ -78,6 +78,7 @@ for my $c (['gc64', 'jit', 1], ['gc64', 'nojit', 1], ['nogc64', 'jit', 2]) {
 	LjAlloc::accounted($name, $o, $RATE);
 	like $o, qr/^WARNING: lj-lua-alloc: \d+ ns per allocation in the probes on average \(\d+ ns not sampled, \d+ ns sampled\), besides the uprobe trap \(\d+\.\d us each here, measured at the start\)$/m,
 		"$name: the probes' cost printed, and a uprobe trap's";
+	Bpf::check_cost($name, $o, 'lj-lua-alloc', 'sampled allocations', 'probes');
 	Bpf::check_reads($name, $o, 'lj-lua-alloc', 'sampled allocation', $READS);
 }
 

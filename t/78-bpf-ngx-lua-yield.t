@@ -65,6 +65,7 @@ ok @{ $n->{workers} } == 1, 'nginx runs one worker';
 	my $w = $p->{wait};
 	like $o, qr/^WARNING: ngx-lua-yield: \d+\.\d us per yield in the lua_yield probe, \d+\.\d us per resume in the lua_resume probe on average \((\d+) yields, (\d+) resumes\), besides the uprobe traps \(\d+\.\d us each here, measured at the start\)$/m,
 		'yield: the probes\' cost is printed, and a uprobe trap\'s';
+	Bpf::check_cost('yield', $o, 'ngx-lua-yield', 'yields', 'lua_yield probe');
 	Bpf::check_reads('yield', $o, 'ngx-lua-yield', 'yield', $READS);
 	my ($yields, $resumes) = accounted('yield', $o);
 	is $resumes, $yields, 'yield: every yield was resumed';

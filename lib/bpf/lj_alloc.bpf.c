@@ -123,8 +123,10 @@ static __always_inline int alloc(struct pt_regs *ctx, __u64 bytes, int ra)
 	if (ljb_hadd(&weights, &key, k * rate) < 0)
 		acount(LJB_A_LOST, k * rate);
 out:
-	acount(LJB_A_SLOW, bpf_ktime_get_ns() - t0);
+	t0 = bpf_ktime_get_ns() - t0;
+	acount(LJB_A_SLOW, t0);
 	acount(LJB_A_SLOWN, 1);
+	ljb_cost(t0);	/* (the sampled allocations' percentiles) */
 	return 0;
 }
 

@@ -254,6 +254,7 @@ static void report(struct session *s)
 	fprintf(stderr, "WARNING: %s: %llu ns per allocation in the probes on average (%llu ns not "
 		"sampled, %llu ns sampled), besides the uprobe trap%s\n", name, avg, fast, slow,
 		ljb_uprobe_cost_text(b, sizeof(b), s->trap));
+	ljb_print_cost(&s->c, n, "sampled allocations", "probes");
 	ljb_print_reads(&s->c, n, "sampled allocation", "sampled allocations");
 }
 

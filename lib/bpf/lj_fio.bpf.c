@@ -147,6 +147,7 @@ int lj_enter(__u64 *ctx)
 	bpf_map_update_elem(&calls, &tid, c, BPF_ANY);
 	fcount(LJB_F_COST, c->since - t0);
 	fcount(LJB_F_COSTN, 1);
+	ljb_cost(c->since - t0);	/* (its percentiles) */
 	return 0;
 }
 

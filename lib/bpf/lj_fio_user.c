@@ -54,6 +54,7 @@ static void report(struct ljb_core *c, struct lj_fio *skel, const struct ljb_opt
 			"probe on average (%llu calls)\n", name, avg / 1000, avg % 1000 / 100,
 			f[LJB_F_COSTN]);
 	}
+	ljb_print_cost(c, n, "calls", "system call entry probe");
 	ljb_print_reads(c, n, "call", "calls");
 	ljb_print_faults(c, n, 0, "calls");
 }

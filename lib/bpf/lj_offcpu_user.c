@@ -39,6 +39,7 @@ static void report(struct ljb_core *c, struct lj_offcpu *skel, const struct ljb_
 		fprintf(stderr, "WARNING: %s: %llu.%llu us per wait in the switch-out probe on "
 			"average (%llu waits)\n", name, avg / 1000, avg % 1000 / 100, w[LJB_W_COSTN]);
 	}
+	ljb_print_cost(c, n, "waits", "switch-out probe");
 	ljb_print_reads(c, n, "wait", "waits");
 	ljb_print_per_pid(c, bpf_map__fd(skel->maps.pus), "us off CPU per process (pid:us)");
 	ljb_print_faults(c, n, 0, "waits");

@@ -137,7 +137,7 @@ static void report(struct session *s)
 			"probe on average (%llu.%02llu%% of a CPU at %llu samples/s)\n", name,
 			avg / 1000, avg % 1000 / 100, avg * hz / 10000000,
 			avg * hz / 100000 % 100, hz);
-		ljb_print_cost(&s->c, n, "samples");
+		ljb_print_cost(&s->c, n, "samples", "sampling probe");
 		ljb_print_reads(&s->c, n, "sample", "samples");
 	}
 	ljb_print_per_pid(&s->c, bpf_map__fd(s->skel->maps.psamples),

@@ -51,6 +51,7 @@ static __always_inline void ljb_wait_open(void *waits, void *key, struct ljb_wai
 	bpf_map_update_elem(waits, key, w, BPF_ANY);
 	wcount(LJB_W_COST, w->since - t0);
 	wcount(LJB_W_COSTN, 1);
+	ljb_cost(w->since - t0);	/* (its percentiles) */
 }
 
 /* A wait W (a copy: the caller deletes the map's entry) that lasted US

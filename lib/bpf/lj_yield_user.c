@@ -70,6 +70,7 @@ static int report(struct ljb_core *c, struct lj_yield *skel, const struct ljb_op
 		"uprobe traps%s\n", name, per(b1, sizeof(b1), w[LJB_W_COST], w[LJB_W_COSTN]),
 		per(b2, sizeof(b2), w[LJB_W_COST2], w[LJB_W_COST2N]), w[LJB_W_COSTN],
 		w[LJB_W_COST2N], ljb_uprobe_cost_text(b3, sizeof(b3), trap));
+	ljb_print_cost(c, n, "yields", "lua_yield probe");
 	ljb_print_reads(c, n, "yield", "yields");
 	ljb_print_per_pid(c, bpf_map__fd(skel->maps.pus), "us yielded per process (pid:us)");
 	if (N(LJB_K_NOLUA))

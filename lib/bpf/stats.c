@@ -96,7 +96,8 @@ static unsigned long long cost_top(int k)
 	return (256ULL << ((k - 1) / 4)) * (5 + (k - 1) % 4) / 4;
 }
 
-void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events)
+void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events,
+		    const char *probe)
 {
 	unsigned long long taken = 0, seen = 0, top[2];
 	int k = 0, over[2];
@@ -113,9 +114,9 @@ void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const
 		/* (in tenths of a us, rounded up: "at most" holds) */
 		top[q] = (cost_top(over[q] ? k - 1 : k) + 99) / 100;
 	}
-	fprintf(stderr, "WARNING: %s: half of the %s at most %s%llu.%llu us in the sampling probe, "
+	fprintf(stderr, "WARNING: %s: half of the %s at most %s%llu.%llu us in the %s, "
 		"99%% at most %s%llu.%llu us\n", c->t.name, events, over[0] ? "(over) " : "",
-		top[0] / 10, top[0] % 10, over[1] ? "(over) " : "", top[1] / 10, top[1] % 10);
+		top[0] / 10, top[0] % 10, probe, over[1] ? "(over) " : "", top[1] / 10, top[1] % 10);
 }
 
 void ljb_print_faults(const struct ljb_core *c, const unsigned long long *n,

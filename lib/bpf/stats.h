@@ -28,10 +28,12 @@ void ljb_print_limits(const struct ljb_core *c, const struct ljb_tally *t, const
  * ljb_print_limits). */
 void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const char *unit);
 
-/* Prints the median and 99th percentile of the time in the sampling
- * probe of the EVENTS counted in N's LJB_N_TH0 buckets (ljb_cost), each
- * as its bucket's upper end (within 25%), "(over)" past the last. */
-void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events);
+/* Prints the median and 99th percentile of the time in PROBE (e.g.
+ * "sampling probe") of the EVENTS counted in N's LJB_N_TH0 buckets
+ * (ljb_cost), each as its bucket's upper end (within 25%), "(over)" past
+ * the last. */
+void ljb_print_cost(const struct ljb_core *c, const unsigned long long *n, const char *events,
+		    const char *probe);
 
 /* Prints what the stacks taken cost in reads of the target's memory,
  * from the statistics N (LJB_N_READS, LJB_N_RBYTES, the LJB_RH buckets):

@@ -104,6 +104,12 @@ TEXT: on average more than 0 and at most MAX reads (counts that do not
 depend on the machine, so a bound holds them), the 99th percentile at
 least the average.  Returns the average.
 
+=item C<check_cost(NAME, TEXT, TOOL, EVENTS, PROBE)>
+
+TOOL's line in TEXT on the time its PROBE took (issue 26): half of the
+EVENTS at most M us, 99% at most P us, with 0 < M <= P (either may be
+"(over)" the histogram's last bucket, then P is too).  Returns (M, P).
+
 =item C<check_accounted(NAME, PARSED, NOVM)>
 
 The statistics account for every sample taken: the Lua stacks, those not
@@ -350,6 +356,17 @@ sub check_reads {
 			$name, $avg // '?', $event, $bytes // '?', $max, $over ? 'over' : $p99 // '?'))
 		or Test::More::diag(join("\n", grep { /^WARNING: \Q$tool\E: / } split /\n/, $text));
 	return $avg;
+}
+
+sub check_cost {
+	my ($name, $text, $tool, $events, $probe) = @_;
+	my ($om, $m, $op, $p) = $text =~ /^WARNING: \Q$tool\E: half of the \Q$events\E at most (\(over\) )?(\d+\.\d) us in the \Q$probe\E, 99% at most (\(over\) )?(\d+\.\d) us$/m;
+	Test::More::ok(defined $m && $m > 0 && ($op || (!$om && $m <= $p)),
+		sprintf('%s: half of the %s at most %s us in the %s, 99%% at most %s us', $name, $events,
+			$om ? 'over' : $m // '?', $probe, $op ? 'over' : $p // '?'))
+		or Test::More::diag(join("\n", grep { /^WARNING: \Q$tool\E: / } split /\n/, $text));
+	Test::More::note($_) for grep { /^WARNING: \Q$tool\E: .* (?:in the \Q$probe\E|reads of the target's memory)/ } split /\n/, $text;
+	return ($m, $p);
 }
 
 sub check_accounted {
