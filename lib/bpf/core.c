@@ -341,6 +341,10 @@ static void put_proc(struct ljb_core *c, pid_t pid, uint64_t g, int have)
 			"are skipped\n", c->t.name, (int)pid);
 	v.exit_lo = lo;
 	v.exit_hi = hi;
+	v.mainL = 0;
+	if (g && c->ly.G_mainthref &&
+	    ljb_read(pid, g + (uint64_t)c->ly.G_mainthref, &v.mainL, c->ly.k.gcref) < 0)
+		v.mainL = 0;
 	bpf_map_update_elem(c->pids_fd, &k, &v, BPF_ANY);
 }
 

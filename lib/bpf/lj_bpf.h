@@ -149,6 +149,12 @@ struct ljb_proc {
 	__u64 exit_lo, exit_hi;	/* with g: where lj_vm_exit_interp runs
 				   with the trace's vmstate (dwarf/vmexit.h);
 				   0, 0 when its code was not found */
+	__u64 mainL;		/* with g: its main thread (g->mainthref),
+				   which no coroutine.resume resumed: the
+				   walk looks for no resumer below it, whose
+				   C frame would be read from main()'s stack
+				   (a fault, on a non-GC64 VM, at most
+				   samples: 10 us each), 0 if not known */
 };
 
 /* Statistics counters (per-CPU array). */

@@ -96,7 +96,7 @@ struct {
 struct walk {
 	__u64 L, bot, frame, nextframe, cf, h;
 	__s64 nextftsz;
-	__u64 g;
+	__u64 g, mainL;		/* mainL: ljb_proc's */
 	__u32 n, skip, end, fault, dummy, done, resumes, ngxfault;
 	__u32 topflags;
 	__u64 toppc;
@@ -228,6 +228,30 @@ static __always_inline int in_file(__u64 pc)
  * resumer's own C frame, in which the interpreter saved the resumer's
  * lua_State).  0 when L was not resumed that way (the main thread, lua_resume
  * from C), checked by the candidate's C frame being that address. */
+/* The lua_State (cf_L) of C frame cf and its link to the previous C
+ * frame (cf_prev, without its flags) in *UP, in one read. */
+static __always_inline __u64 cframe_L(__u64 cf, __u64 *up, __u32 *f)
+{
+	__u8 b[48] = {};
+	__u32 lo = cfg.cf_L < cfg.cf_prev ? cfg.cf_L : cfg.cf_prev;
+	__u32 n = (cfg.cf_L > cfg.cf_prev ? cfg.cf_L : cfg.cf_prev) + 8 - lo;
+	__u64 v = 0;
+
+	if (n > 40) {
+		*f = 1;
+		return 0;
+	}
+	tally(n);
+	if (bpf_probe_read_user(b, n, (void *)(cf + lo))) {
+		*f = 1;
+		return 0;
+	}
+	__builtin_memcpy(up, b + ((cfg.cf_prev - lo) & 31), 8);
+	*up &= ~3ULL;
+	__builtin_memcpy(&v, b + ((cfg.cf_L - lo) & 31), 8);
+	return cfg.gc64 ? v : (__u32)v;
+}
+
 static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
 {
 	__u64 cf = rd64(L + cfg.L_cframe, f) & ~3ULL, prev;
@@ -241,10 +265,16 @@ static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
 	if (!cf || *f)
 		return 0;
 	for (int i = 0; i < 2; i++) {
-		__u64 rcf = cf + cfg.cf_size[i & 1], rL;
+		__u64 rcf = cf + cfg.cf_size[i & 1], rL, up;
 		__u32 e = 0;
-		rL = rdref(rcf + cfg.cf_L, &e);
-		if (e || !rL || rL == L || rdref(rL + cfg.L_glref, &e) != w->g)
+		rL = cframe_L(rcf, &up, &e);
+		/* a C frame of the VM's links to 0 or to one above it on the
+		   same stack; else this is a C caller's stack (lua_resume from
+		   C: an OpenResty request), whose words are not read through
+		   (a fault costs 10 us where the VM is not GC64: its 32-bit
+		   references of 64-bit stack words point anywhere) */
+		if (e || !rL || (rL & 7) || rL == L || (up && (up <= rcf || up - rcf > (1 << 20))) ||
+		    rdref(rL + cfg.L_glref, &e) != w->g)
 			continue;
 		if ((rd64(rL + cfg.L_cframe, &e) & ~3ULL) == rcf && !e)
 			return rL;
@@ -315,6 +345,8 @@ static __always_inline int resume_walk(struct walk *w)
 
 	if (n == 0 || n >= cfg.depth || n >= LJB_MAX_FRAMES || w->resumes >= LJB_MAX_RESUME)
 		return 0;
+	if (w->mainL && w->L == w->mainL)
+		return 0;	/* (the main thread: never resumed) */
 	rL = resumer(w, w->L, &f);
 	if (!rL && !f) {
 		rL = ngx_parent(w, w->L, &f);
@@ -850,6 +882,7 @@ walk:
 	w->nextframe = 0;
 	w->nextftsz = 0;
 	w->g = g;
+	w->mainL = proc->mainL;
 	w->n = w->skip = w->end = w->fault = w->dummy = w->done = w->resumes = 0;
 	w->ngxfault = 0;
 	{
