@@ -347,14 +347,15 @@ static __always_inline int resume_walk(struct walk *w)
 		return 0;
 	if (w->mainL && w->L == w->mainL)
 		return 0;	/* (the main thread: never resumed) */
-	rL = resumer(w, w->L, &f);
-	if (!rL && !f) {
-		rL = ngx_parent(w, w->L, &f);
-		if (f) {
-			w->ngxfault = 1;
-			return 0;
-		}
+	/* OpenResty's parent first (the tapset's order): a coroutine it
+	   proves was resumed from C saves resumer()'s reads of the C stack */
+	rL = ngx_parent(w, w->L, &f);
+	if (f) {
+		w->ngxfault = 1;
+		return 0;
 	}
+	if (!rL)
+		rL = resumer(w, w->L, &f);
 	if (!rL || f)
 		return 0;
 	r = &w->ev.f[n & (LJB_MAX_FRAMES - 1)];
