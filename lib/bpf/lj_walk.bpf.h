@@ -229,10 +229,11 @@ static __always_inline int in_file(__u64 pc)
  * lua_State).  0 when L was not resumed that way (the main thread, lua_resume
  * from C), checked by the candidate's C frame being that address. */
 /* The lua_State (cf_L) of C frame cf and its link to the previous C
- * frame (cf_prev, without its flags) in *UP, in one read. */
-static __always_inline __u64 cframe_L(__u64 cf, __u64 *up, __u32 *f)
+ * frame (cf_prev, without its flags) in *UP, in one read (into w's
+ * hbuf: the BPF stack is short). */
+static __always_inline __u64 cframe_L(struct walk *w, __u64 cf, __u64 *up, __u32 *f)
 {
-	__u8 b[48] = {};
+	__u8 *b = w->hbuf;
 	__u32 lo = cfg.cf_L < cfg.cf_prev ? cfg.cf_L : cfg.cf_prev;
 	__u32 n = (cfg.cf_L > cfg.cf_prev ? cfg.cf_L : cfg.cf_prev) + 8 - lo;
 	__u64 v = 0;
@@ -267,7 +268,7 @@ static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
 	for (int i = 0; i < 2; i++) {
 		__u64 rcf = cf + cfg.cf_size[i & 1], rL, up;
 		__u32 e = 0;
-		rL = cframe_L(rcf, &up, &e);
+		rL = cframe_L(w, rcf, &up, &e);
 		/* a C frame of the VM's links to 0 or to one above it on the
 		   same stack; else this is a C caller's stack (lua_resume from
 		   C: an OpenResty request), whose words are not read through
