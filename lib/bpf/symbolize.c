@@ -215,12 +215,22 @@ static size_t str_of(struct rctx *c, uint64_t s, char *b, size_t max)
 	return len;
 }
 
-/* The chunkname S (N bytes; its last ones when TAIL, of an "@path"),
- * as luajit_proto_chunkname shows it, escaped, appended to out. */
+/* The last '/' of the N bytes at S (not NUL-terminated), or NULL. */
+static const char *last_slash(const char *s, size_t n)
+{
+	while (n > 0)
+		if (s[--n] == '/')
+			return s + n;
+	return NULL;
+}
+
+/* The chunkname S (N bytes, not NUL-terminated; its last ones when TAIL,
+ * of an "@path"), as luajit_proto_chunkname shows it, escaped, appended
+ * to out. */
 static void chunk_text(const char *s, size_t n, int tail, int fullpath, struct buf *out)
 {
 	if (tail) {
-		const char *slash = fullpath ? NULL : memchr(s, '/', n) ? strrchr(s, '/') : NULL;
+		const char *slash = fullpath ? NULL : last_slash(s, n);
 		if (slash) {
 			ljb_escape(out, slash + 1, n - (size_t)(slash + 1 - s));
 		} else {
@@ -228,7 +238,7 @@ static void chunk_text(const char *s, size_t n, int tail, int fullpath, struct b
 			ljb_escape(out, s, n);
 		}
 	} else if (n && s[0] == '@') {
-		const char *p = s + 1, *slash = fullpath ? NULL : strrchr(p, '/');
+		const char *p = s + 1, *slash = fullpath ? NULL : last_slash(p, n - 1);
 		if (slash)
 			p = slash + 1;
 		ljb_escape(out, p, n - (size_t)(p - s));
