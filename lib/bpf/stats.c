@@ -61,9 +61,10 @@ void ljb_print_snaps(const struct ljb_core *c, const struct ljb_tally *t, const 
 				c->t.name, t->nosnap[i], unit, why[i]);
 	if (t->unsure)
 		fprintf(stderr, "WARNING: %s: %llu %s in stacks with a function shown by its first "
-			"line, not by the name its caller called it by: the caller's value that "
-			"tells a direct call from a tail call had changed before it was read, at "
-			"every sample of the stack (printed)\n", c->t.name, t->unsure, unit);
+			"line, not by the name its caller called it by: that value did not hold "
+			"it when read (a tail call reached it, or the value changed since the "
+			"sample), at every sample of the stack (printed)\n", c->t.name, t->unsure,
+			unit);
 	if (t->gone)
 		fprintf(stderr, "WARNING: %s: %llu %s in stacks with a function the target freed "
 			"before the stack was named (a function that load() made, say): shown by "
