@@ -5,7 +5,8 @@
  * (ljb_reads_begin/_end) with its bytes, a sample's time in the probe
  * (ljb_cost), the readers of words and references, and the reads that
  * take several fields at once: a frame's two slots (frame_pair), a
- * function's header (func_head), a lua_State's fields (read_lstate).
+ * function's header (func_head), a prototype's identity (proto_id), a
+ * lua_State's fields (read_lstate), into the walk's buffer (read_head).
  * Each routine mirrors a tapset/luajit.sxx routine, named in its comment
  * (lib/bpf/README.md).
  */
@@ -83,35 +84,36 @@ static __always_inline __u64 ljb_rbytes_begin(void)
 	return ljb_nrbytes[bpf_get_smp_processor_id() & (LJB_MAX_CPUS - 1)];
 }
 
-/* Readers: a fault sets *f (the sample is skipped). */
-static __always_inline __u64 rd64(__u64 a, __u32 *f)
+/* Readers: a fault sets *f (the sample is skipped).  The N (1 to 8)
+ * bytes at a, little-endian. */
+static __always_inline __u64 rdn(__u64 a, __u32 n, __u32 *f)
 {
 	__u64 v = 0;
 
-	tally(8);
-	if (bpf_probe_read_user(&v, 8, (void *)a))
+	tally(n);
+	if (bpf_probe_read_user(&v, n, (void *)a))
 		*f = 1;
 	return v;
 }
 
-static __always_inline __u32 rd32(__u64 a, __u32 *f)
+#define rd64(a, f) rdn((a), 8, (f))
+#define rd32(a, f) ((__u32)rdn((a), 4, (f)))
+#define rd16(a, f) ((__u32)rdn((a), 2, (f)))
+
+/* The N bytes at a into w's hbuf (reads that take several fields at
+ * once); 0, or -1 with *f set when N is more than it holds or a fault. */
+static __always_inline int read_head(struct walk *w, __u64 a, __u32 n, __u32 *f)
 {
-	__u32 v = 0;
-
-	tally(4);
-	if (bpf_probe_read_user(&v, 4, (void *)a))
+	if (n > LJB_HEAD) {
 		*f = 1;
-	return v;
-}
-
-static __always_inline __u32 rd16(__u64 a, __u32 *f)
-{
-	__u16 v = 0;
-
-	tally(2);
-	if (bpf_probe_read_user(&v, 2, (void *)a))
+		return -1;
+	}
+	tally(n);
+	if (bpf_probe_read_user(w->hbuf, n, (void *)a)) {
 		*f = 1;
-	return v;
+		return -1;
+	}
+	return 0;
 }
 
 /* A GCRef/MRef: 64 or 32 bits. */
@@ -139,12 +141,7 @@ static __always_inline __u64 frame_pc(__u64 frame, __u32 *f)
 /* gct | ffid << 8 of a GC object. */
 static __always_inline __u32 gct_ffid(__u64 o, __u32 *f)
 {
-	__u16 v = 0;
-
-	tally(2);
-	if (bpf_probe_read_user(&v, 2, (void *)(o + cfg.gct)))
-		*f = 1;
-	return v;
+	return rd16(o + cfg.gct, f);
 }
 
 /* frame_func and frame_ftsz (the frame link, signed, in *FTSZ) of
@@ -178,18 +175,11 @@ static __always_inline __u64 frame_pair(__u64 frame, __s64 *ftsz, __u32 *f)
 static __always_inline __u32 func_head(struct walk *w, __u64 fn, __u64 *pc, __u32 *f)
 {
 	__u8 *b = w->hbuf;
-	__u32 n = FN_HEAD_N, g = cfg.gct & (LJB_HEAD - 1), o = cfg.fl_pc & (LJB_HEAD - 1);
+	__u32 g = cfg.gct & (LJB_HEAD - 1), o = cfg.fl_pc & (LJB_HEAD - 1);
 	__u64 v = 0;
 
-	if (n > LJB_HEAD) {
-		*f = 1;
+	if (read_head(w, fn, FN_HEAD_N, f))
 		return 0;
-	}
-	tally(n);
-	if (bpf_probe_read_user(b, n, (void *)fn)) {
-		*f = 1;
-		return 0;
-	}
 	__builtin_memcpy(&v, b + o, 8);
 	*pc = cfg.gc64 ? v : (__u32)v;
 	return b[g] | (__u32)b[g + 1] << 8;
@@ -206,35 +196,33 @@ static __always_inline __u64 ref_at(const __u8 *b, __u32 off)
 
 #define MAX2(a, b) ((a) > (b) ? (a) : (b))
 
-/* The bytes of a GCproto that proto_id reads: its sizebc, chunkname,
- * firstline, numline and lineinfo (PID_LO: the first of them). */
+/* The bytes of a GCproto that proto_id reads: its chunkname and
+ * firstline, and with lines=1 its sizebc, numline and lineinfo too (a
+ * sent stack's lines: frame_line); PID_LO: the first of them. */
 #define MIN2(a, b) ((a) < (b) ? (a) : (b))
-#define PID_LO MIN2(MIN2(cfg.pt_sizebc, cfg.pt_chunkname), \
-		    MIN2(MIN2(cfg.pt_firstline, cfg.pt_numline), cfg.pt_lineinfo))
-#define PID_N (MAX2(MAX2(cfg.pt_sizebc + 4, cfg.pt_chunkname + cfg.gcref), \
-		    MAX2(MAX2(cfg.pt_firstline + 4, cfg.pt_numline + 4), \
-			 cfg.pt_lineinfo + cfg.gcref)) - PID_LO)
+#define PID_ID_LO MIN2(cfg.pt_chunkname, cfg.pt_firstline)
+#define PID_ID_HI MAX2(cfg.pt_chunkname + cfg.gcref, cfg.pt_firstline + 4)
+#define PID_LO (cfg.lines ? MIN2(MIN2(PID_ID_LO, cfg.pt_sizebc), \
+				 MIN2(cfg.pt_numline, cfg.pt_lineinfo)) : PID_ID_LO)
+#define PID_N ((cfg.lines ? MAX2(MAX2(PID_ID_HI, cfg.pt_sizebc + 4), \
+				 MAX2(cfg.pt_numline + 4, cfg.pt_lineinfo + cfg.gcref)) \
+			  : PID_ID_HI) - PID_LO)
 
 /* The identity of GCproto pt into frame R (its chunkname and firstline:
  * with the name's hash what identifies the function when user space
- * names it), and what gives a position's line (sizebc, lineinfo and
- * numline), in one read. */
+ * names it) and, with lines=1, what gives a position's line (sizebc,
+ * lineinfo and numline), in one read. */
 static __always_inline void proto_id(struct walk *w, __u64 pt, struct ljb_frame *r, __u32 *f)
 {
 	__u8 *b = w->hbuf;
-	__u32 n = PID_N, lo = PID_LO, nl = 0;
+	__u32 lo = PID_LO, nl = 0;
 
-	if (n > LJB_HEAD) {
-		*f = 1;
+	if (read_head(w, pt + lo, PID_N, f))
 		return;
-	}
-	tally(n);
-	if (bpf_probe_read_user(b, n, (void *)(pt + lo))) {
-		*f = 1;
-		return;
-	}
 	r->chunk = ref_at(b, cfg.pt_chunkname - lo);
 	__builtin_memcpy(&r->first, b + ((cfg.pt_firstline - lo) & (LJB_HEAD - 1)), 4);
+	if (!cfg.lines)
+		return;
 	__builtin_memcpy(&r->sizebc, b + ((cfg.pt_sizebc - lo) & (LJB_HEAD - 1)), 4);
 	__builtin_memcpy(&nl, b + ((cfg.pt_numline - lo) & (LJB_HEAD - 1)), 4);
 	r->li = ref_at(b, cfg.pt_lineinfo - lo) | (__u64)(nl < 256 ? 1 : nl < 65536 ? 2 : 4) << 48;
@@ -254,17 +242,9 @@ struct lstate {
 static __always_inline void read_lstate(struct walk *w, __u64 L, struct lstate *ls, __u32 *f)
 {
 	__u8 *b = w->hbuf;
-	__u32 n = L_HEAD_N;
 
-	if (n > LJB_HEAD) {
-		*f = 1;
+	if (read_head(w, L, L_HEAD_N, f))
 		return;
-	}
-	tally(n);
-	if (bpf_probe_read_user(b, n, (void *)L)) {
-		*f = 1;
-		return;
-	}
 	__builtin_memcpy(&ls->cframe, b + (cfg.L_cframe & (LJB_HEAD - 1)), 8);
 	ls->base = ref_at(b, cfg.L_base);
 	ls->stack = ref_at(b, cfg.L_stack);

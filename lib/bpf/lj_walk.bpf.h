@@ -234,23 +234,13 @@ static __always_inline int in_file(__u64 pc)
 static __always_inline __u64 cframe_L(struct walk *w, __u64 cf, __u64 *up, __u32 *f)
 {
 	__u8 *b = w->hbuf;
-	__u32 lo = cfg.cf_L < cfg.cf_prev ? cfg.cf_L : cfg.cf_prev;
-	__u32 n = (cfg.cf_L > cfg.cf_prev ? cfg.cf_L : cfg.cf_prev) + 8 - lo;
-	__u64 v = 0;
+	__u32 lo = MIN2(cfg.cf_L, cfg.cf_prev);
 
-	if (n > 40) {
-		*f = 1;
+	if (read_head(w, cf + lo, MAX2(cfg.cf_L, cfg.cf_prev) + 8 - lo, f))
 		return 0;
-	}
-	tally(n);
-	if (bpf_probe_read_user(b, n, (void *)(cf + lo))) {
-		*f = 1;
-		return 0;
-	}
-	__builtin_memcpy(up, b + ((cfg.cf_prev - lo) & 31), 8);
+	__builtin_memcpy(up, b + ((cfg.cf_prev - lo) & (LJB_HEAD - 1)), 8);
 	*up &= ~3ULL;
-	__builtin_memcpy(&v, b + ((cfg.cf_L - lo) & 31), 8);
-	return cfg.gc64 ? v : (__u32)v;
+	return ref_at(b, cfg.cf_L - lo);
 }
 
 static __always_inline __u64 resumer(struct walk *w, __u64 L, __u32 *f)
@@ -423,18 +413,14 @@ static long name_step(__u64 i, void *ctx)
 	struct ljb_namekey k = { 0, 0, 0 };
 	struct ljb_name v = { 0, 0 };
 	__u8 *b = w->hbuf;
-	__u32 f = 0, lo = cfg.str_hash < cfg.str_len ? cfg.str_hash : cfg.str_len;
-	__u32 n = cfg.str_size + 1 - lo, len, at;
+	__u32 f = 0, lo = MIN2(cfg.str_hash, cfg.str_len), n, len, at;
 
 	r->strid = 0;
 	r->line = -1;
 	if (!r->chunk)
 		return 0;
 	r->line = frame_line(r, &f);
-	if (n > LJB_HEAD)
-		return 1;
-	tally(n);
-	if (bpf_probe_read_user(b, n, (void *)(r->chunk + lo)))
+	if (read_head(w, r->chunk + lo, cfg.str_size + 1 - lo, &f))
 		return 1;	/* (a fault leaves the rest 0: refused if gone) */
 	__builtin_memcpy(&r->strid, b + ((cfg.str_hash - lo) & (LJB_HEAD - 1)), 4);
 	k.chunk = r->chunk;

@@ -648,10 +648,6 @@ static int funcname(struct rctx *c0, const struct ljb_event *ev, const struct lj
 
 	if (!cf || !(f->flags & LJB_F_CALLER) || cf->ffid != 0 || !ly->nbc_mode)
 		return -1;
-	if (!frame_alive(c, cf)) {
-		c0->gone = 1;	/* (its caller's code is gone: by first line) */
-		return -1;
-	}
 	pt = cf->key;
 	if ((pos = frame_pos(c, cf)) < 0)
 		return -1;
@@ -792,11 +788,18 @@ static int stack_text(const struct ljb_event *ev, const struct ljb_layout *ly,
 		}
 		buf_addc(out, '\n');
 	}
-	for (uint32_t i = 0; i < n && !c.bad; i++) {
+	/* (alive: frame_alive of f, carried from the last frame's caller) */
+	for (uint32_t i = 0, alive = n ? frame_alive(&c, &fs[0]) : 1; i < n && !c.bad; i++) {
 		const struct ljb_frame *f = &fs[i], *cf = i + 1 < n ? &fs[i + 1] : NULL;
+		int f_alive = alive;
 		if (i + 1 == n && cut && (n < all || ev->nframes < LJB_MAX_FRAMES))
 			cf = &fs[n];	/* the cut frame's caller */
-		if (!frame_alive(&c, f)) {
+		alive = cf ? frame_alive(&c, cf) : 1;
+		if (!alive) {
+			cf = NULL;	/* (its code is gone: f by its first line) */
+			c.gone = 1;
+		}
+		if (!f_alive) {
 			if (gone_frame(&c, f, o, out) < 0)
 				c.bad = 1;	/* (refused: counted as memory gone) */
 		} else if (f->ffid == LJB_FFID_RESUME) {
