@@ -10,6 +10,7 @@
 #   make check           run the host-only tests: every t/*.t without "-vm"
 #                        in its name (no VM boots; PROVE_FLAGS= as for test)
 #   make test REPEAT=N   run the VM and eBPF tests N times; failures per file
+#   make test CPU=1      and the CPU time of each test file (dev/test-cpu)
 #                        (RESUME=1: go on with an interrupted run)
 #   make test-fresh      make demo and make test in a fresh Debian 12 root
 #   make deps            install packages and build the debug targets (root)
@@ -173,10 +174,13 @@ test:
 ifeq ($(REPEAT),)
 	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -rf t/out/times.log t/out/.stapconf-warm t/out/.modules \
 		t/out/.diag/retried.txt
-	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) $(PROVE_FLAGS) t/ || \
-		{ dev/vm-run --stop-server; dev/test-times | head -n 12; dev/test-digest; exit 1; }
+	$(if $(CPU),dev/test-cpu start)
+	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) \
+		$(if $(CPU),--exec 'dev/test-cpu exec') $(PROVE_FLAGS) t/ || \
+		{ dev/vm-run --stop-server; dev/test-times | head -n 12; $(if $(CPU),dev/test-cpu report;) dev/test-digest; exit 1; }
 	dev/vm-run --stop-server
 	dev/test-times | head -n 12
+	$(if $(CPU),dev/test-cpu report)
 	@dev/test-digest --retried
 else
 	STAPXX_VM_SERVER=1 STAPXX_PROVE_RULES="$(PROVE_RULES)" dev/test-repeat -n $(REPEAT) -j $(PROVE_JOBS) $(if $(RESUME),--resume) || \

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The shell scripts users and make run (dev/deps, dev/demo, dev/bench-*,
-# dev/test-fresh):
+# dev/test-fresh, dev/test-cpu):
 # -h/--help prints usage on stdout and exits 0; a bad argument exits 2 with
 # one "NAME: error: ..." line and the usage on stderr, before anything is
 # installed, built or booted (so this needs no root, apt, build/ or VM).
@@ -27,6 +27,7 @@ my %bad = (                     # script => a bad argument and the error it gets
 	'bench-all'        => [['--bogus'], qr/unknown argument '--bogus'/],
 	soak               => [['--bogus'], qr/unknown argument '--bogus'/],
 	'test-fresh'       => [['--bogus'], qr/unknown argument '--bogus'/],
+	'test-cpu'         => [['--bogus'], qr/unknown argument '--bogus'/],
 );
 
 for my $name (sort keys %bad) {
@@ -69,6 +70,9 @@ for my $c (
 	['bench-all',      ['--only'],     qr/--only needs a value/],
 	['bench-all',      ['--only', 'gc,nope'], qr/unknown benchmark 'nope'/],
 	['test-fresh',     ['--demo-only', 'x'], qr/unknown argument 'x'/],
+	['test-fresh',     ['--deps-only', 'x'], qr/unknown argument 'x'/],
+	['test-cpu',       ['exec'],       qr/exec takes one test file/],
+	['test-cpu',       ['report', 'x'], qr/too many arguments/],
 ) {
 	my ($name, $args, $msg) = @$c;
 	my ($rc, $out, $err) = run_cmd("$ROOT/dev/$name", @$args);
