@@ -34,6 +34,7 @@ for my $what ('deb-src for bookworm main already configured', 'packages already 
               (map { ("build/lj/$_ is built", "build/lj/$_/stripped is built") }
                    map { ("$_-gc64", "$_-nogc64") } qw(deb-luajit or2-20240314 lj-20260819)),
               'build/stripped/luajit-gc64 is built', 'build/stripped/luajit-nogc64 is built',
+              'build/lj/variant-o1 is built', 'build/lj/variant-extra is built',
               'the nginx service is off', 'build/debian/luajit is extracted') {
 	like($log, qr/^deps: skip: \Q$what\E$/m, "skips: $what");
 }
