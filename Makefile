@@ -10,8 +10,8 @@
 #   make check           run the host-only tests: every t/*.t without "-vm"
 #                        in its name (no VM boots; PROVE_FLAGS= as for test)
 #   make test REPEAT=N   run the VM and eBPF tests N times; failures per file
-#   make test CPU=1      and the CPU time of each test file (dev/test-cpu)
 #                        (RESUME=1: go on with an interrupted run)
+#   make test CPU=1      and the CPU time of each test file (dev/test-cpu)
 #   make test-fresh      make demo and make test in a fresh Debian 12 root
 #   make deps            install packages and build the debug targets (root)
 #   make demo            draw a Lua flame graph of the seed app (root;
