@@ -156,15 +156,25 @@ module's rate, as C<sample_sh> takes them; C<timeout> then defaults to
 120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
 
+=item C<VM::cpu_ready(MS)>
+
+Shell text for C<staprun_sh>'s C<ready>: waits until the target (C<$pid>)
+has used MS milliseconds of CPU time (at most 10 s of wall time), so that
+a target that computes from its start is past its startup, whatever the
+host's load, without the wall-clock wait that a loaded guest needs.
+
 =item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1] [, hz => HZ] [, stop => 1]])>
 
 Shell text that runs CMD (a staprun of lj-lua-stacks built without
 C<time>: it samples until SIGINT) until its output holds SAMPLES samples
 (the sum of its stacks' counts; with C<taken>, of the samples its
-statistics say were taken, for options that drop samples).  A session runs in the background; once
-its start line ("...; press Ctrl-C to stop", at most 60 s) has come, it
-is stopped with SIGINT when the processes PIDS (shell words, evaluated
-each time, e.g. C<$pid> or C<$(pgrep -P $master)>) have used the CPU time
+statistics say were taken, for options that drop samples).  A session runs in the background.  The
+processes PIDS (shell words, evaluated each time, e.g. C<$pid> or
+C<$(pgrep -P $master)>) wait, stopped (SIGSTOP), while its module loads
+and starts: under TCG that takes the guest about a second of CPU time,
+which a spinning target would double for nothing.  Once its start line
+("...; press Ctrl-C to stop", at most 60 s) has come (or the session
+has ended), they go on (SIGCONT), and the session is stopped with SIGINT when the processes PIDS have used the CPU time
 the samples still missing take at the rate seen so far (with a fifth
 more; before the first session, 85% of the module's rate, C<hz> samples a
 second of CPU time, default 1,000, with a tenth more).  Under TCG a loaded host
@@ -543,9 +553,17 @@ $o{target} > "\$CASE/target.log" 2>&1 &
 pid=\$!
 $ready
 ${run}kill \$pid 2>/dev/null
+kill -CONT \$pid 2>/dev/null
 wait \$pid 2>/dev/null
 exit \$rc
 SH
+}
+
+sub cpu_ready {
+	my ($ms) = @_;
+	die "cpu_ready: bad milliseconds '$ms'\n" unless $ms =~ /^[1-9][0-9]*$/;
+	return 'i=0; until { read -r v x < /proc/$pid/schedstat; } 2>/dev/null && [ $((v / 1000000)) -ge ' . $ms
+	     . ' ]; do i=$((i + 1)); [ $i -ge 100 ] && break; sleep 0.1; done';
 }
 
 # the design effect of the guest's CPU samples (see the POD)
@@ -592,6 +610,8 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && { up_cs; [ \$
 	[ \$k -gt 1 ] && echo "# session \$k" >> "\$CASE/sample.out"
 	up_cs; t0=\$up_cs
 	left=\$(($timeout - (up_cs - w0) / 100))
+	# the targets wait, stopped, while the module loads and starts
+	kill -STOP $pids 2>/dev/null
 	timeout -s INT -k 10 $kill $cmd$stop > "\$CASE/s\$k.out" 2>&1 &
 	sp=\$!
 	i=0
@@ -600,6 +620,7 @@ while [ \$got -lt $samples ] && [ \$k -lt 4 ] && [ \$rc -eq 0 ] && { up_cs; [ \$
 		i=\$((i + 1)); [ \$i -ge 600 ] && break
 		sleep 0.1
 	done
+	kill -CONT $pids 2>/dev/null
 	cpu_ns; c0=\$cpu
 	u=0 i=0
 	# 4 polls a second: the time left is counted in them
