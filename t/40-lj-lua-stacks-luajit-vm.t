@@ -133,16 +133,16 @@ for my $name (sort keys %case) {
 	# a module that failed to build: its case is missing, which the
 	# assertions below fail on
 	next unless $ko{$k};
-	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => VM::cpu_ready(300), samples => $n,
+	$vm->case($name => VM::staprun_sh(target => $target, module => "ljs_$k.ko", ready => VM::lua_ready(300), samples => $n,
 		taken => $taken, hz => $hz, params => $params),
 		files => [$ko{$k}], timeout => 180);
 }
 for my $mode (qw(jit nojit)) {
 	$vm->case("states_$mode" => VM::staprun_sh(target => "$lj $run $secs $mode plain 200000",
-		module => 'ljvms.ko', ready => VM::cpu_ready(300)), files => [$ko{states}]) if $ko{states};
+		module => 'ljvms.ko', ready => VM::lua_ready(300)), files => [$ko{states}]) if $ko{states};
 }
 $vm->case(bt => VM::staprun_sh(target => "$lj $run $secs nojit plain 200000",
-	module => 'ljbt_gc64.ko', ready => VM::cpu_ready(300)), files => [$ko{bt}]) if $ko{bt};
+	module => 'ljbt_gc64.ko', ready => VM::lua_ready(300)), files => [$ko{bt}]) if $ko{bt};
 
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: every case ran, no kernel errors' or diag $r->{stderr};

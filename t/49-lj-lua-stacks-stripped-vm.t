@@ -74,7 +74,7 @@ for my $b (qw(gc64 nogc64)) {
 	next unless $ko{$b};
 	for my $mode (qw(jit nojit)) {
 		$vm->case("${b}_$mode" => VM::staprun_sh(target => "$bare{$b} $run $secs $mode plain $N{$mode}",
-			module => "ljs_strip_$b.ko", ready => VM::cpu_ready(300), samples => LjStacks::seed_samples($CLAIM{$mode}, $VM::SAMPLE_DESIGN)),
+			module => "ljs_strip_$b.ko", ready => VM::lua_ready(300), samples => LjStacks::seed_samples($CLAIM{$mode}, $VM::SAMPLE_DESIGN)),
 			files => [$ko{$b}], timeout => 180);
 	}
 }
@@ -104,13 +104,13 @@ SH
 # lj_vm_exit_interp from the driver's scan of the machine code
 my $SAMPLES_EXITS = 4000;
 $vm->case(exits => VM::staprun_sh(target => "$bare{gc64} $ROOT/t/apps/exits.lua $secs", module => 'ljs_strip_gc64.ko',
-	ready => VM::cpu_ready(300), samples => $SAMPLES_EXITS), files => [$ko{gc64}], timeout => 180) if $ko{gc64};
+	ready => VM::lua_ready(300), samples => $SAMPLES_EXITS), files => [$ko{gc64}], timeout => 180) if $ko{gc64};
 $vm->case(bt => VM::staprun_sh(target => "$bare{gc64} $run $secs nojit plain 200000", module => 'ljbt_strip.ko',
-	ready => VM::cpu_ready(300)), files => [$ko{bt}]) if $ko{bt};
+	ready => VM::lua_ready(300)), files => [$ko{bt}]) if $ko{bt};
 
 for my $b (sort keys %STATES) {
 	$vm->case("states_$b" => VM::staprun_sh(target => "$bare{$b} $run $secs $STATES{$b} plain 200000",
-		module => "ljvms_strip_$b.ko", ready => VM::cpu_ready(300)), files => [$ko{"states_$b"}]) if $ko{"states_$b"};
+		module => "ljvms_strip_$b.ko", ready => VM::lua_ready(300)), files => [$ko{"states_$b"}]) if $ko{"states_$b"};
 }
 
 my $r = $vm->run;

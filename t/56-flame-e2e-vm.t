@@ -28,7 +28,7 @@ $ko or do { done_testing; exit 1 };
 # 40,000 loops: a session spans about 100 cycles of main() (t/40 says why)
 $vm->case(seed => VM::staprun_sh(
 	target => "$ROOT/build/luajit-gc64/bin/luajit $ROOT/t/apps/run.lua 3600 jit plain 40000",
-	module => 'ljs_gc64_def.ko', ready => VM::cpu_ready(300), samples => LjStacks::seed_samples($CLAIM, $VM::SAMPLE_DESIGN)),
+	module => 'ljs_gc64_def.ko', ready => VM::lua_ready(300), samples => LjStacks::seed_samples($CLAIM, $VM::SAMPLE_DESIGN)),
 	files => [$ko], timeout => 180);
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran, no kernel errors' or diag $r->{stderr};

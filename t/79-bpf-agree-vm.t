@@ -58,7 +58,7 @@ my $vm = VM->new;
 my $ko = $vm->build('ljs_agree', 'samples/lj-lua-stacks.sxx', exec => $lj, args => ['--arg', 'hz=2000']);
 ok $ko, 'the SystemTap module builds' or diag $vm->build_log;
 $vm->case(agree => VM::staprun_sh(target => join(' ', $lj, @vm_work), module => 'ljs_agree.ko',
-	ready => VM::cpu_ready(300), samples => POSIX::ceil(1.05 * $need), hz => 2000), files => [$ko], timeout => 180) if $ko;
+	ready => VM::lua_ready(300), samples => POSIX::ceil(1.05 * $need), hz => 2000), files => [$ko], timeout => 180) if $ko;
 my $r = $vm->run;
 is $r->{status}, 0, 'dev/vm-run: the case ran' or diag $r->{stderr};
 my $stap = LjStacks::parse(($r->{cases}{agree} // {})->{output} // '');

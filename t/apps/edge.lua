@@ -61,8 +61,9 @@ local function rec(n)
 end
 local function use_deep() rec(5000) end
 
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+require("go").started()
 if go then
-    package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
     require("go").wait(go)
 end
 local t0 = os.time()

@@ -22,6 +22,8 @@ local function top(x)
 end
 
 local secs = tonumber(arg and arg[1]) or 5
+package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+require("go").started()
 local t0 = os.time()
 while os.time() - t0 < secs do
     for i = 1, 1000000 do top(i) end

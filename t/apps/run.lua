@@ -14,6 +14,7 @@ local function uptime()
     if f then f:close() end
     return t
 end
+require("go").started()
 local t0, w0, c0 = os.time(), uptime(), os.clock()
 local rounds = 0
 local want = tonumber(arg[5]) or 0

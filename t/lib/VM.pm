@@ -156,12 +156,18 @@ module's rate, as C<sample_sh> takes them; C<timeout> then defaults to
 120: give the case 60 s more).
 The case's status is staprun's (124 when it had to be stopped).
 
-=item C<VM::cpu_ready(MS)>
+=item C<VM::lua_ready(MS)>
 
 Shell text for C<staprun_sh>'s C<ready>: waits until the target (C<$pid>)
-has used MS milliseconds of CPU time (at most 10 s of wall time), so that
-a target that computes from its start is past its startup, whatever the
-host's load, without the wall-clock wait that a loaded guest needs.
+runs its Lua code, then until it has used MS more milliseconds of CPU
+time (at most 10 s of wall time), so that the sample starts in the
+workload's loop, past the luajit CLI's start.  The signal is the file
+C<$LJ_READY> (C<staprun_sh> sets it), which the apps make with
+t/apps/go.lua's C<started()>; a target that exits first, or gives no
+signal within 60 s, ends the case with status 1 and says so.  CPU time
+alone is no signal: on a loaded host the guest's clock runs while its
+vCPU waits, so a target 300 ms of CPU time old can still be reading its
+script in C, and those samples have no Lua frame.
 
 =item C<VM::sample_sh(CMD, PIDS, SAMPLES [, TIMEOUT [, taken => 1] [, hz => HZ] [, stop => 1]])>
 
@@ -549,6 +555,8 @@ sub staprun_sh {
 		$run = qq{timeout -s INT -k 10 $t staprun $opts -x \$pid "\$VM_JOB"/$mod\nrc=\$?\n};
 	}
 	return <<"SH";
+export LJ_READY="\$CASE/lua.ready"
+rm -f "\$LJ_READY"
 $o{target} > "\$CASE/target.log" 2>&1 &
 pid=\$!
 $ready
@@ -559,11 +567,17 @@ exit \$rc
 SH
 }
 
-sub cpu_ready {
+sub lua_ready {
 	my ($ms) = @_;
-	die "cpu_ready: bad milliseconds '$ms'\n" unless $ms =~ /^[1-9][0-9]*$/;
-	return 'i=0; until { read -r v x < /proc/$pid/schedstat; } 2>/dev/null && [ $((v / 1000000)) -ge ' . $ms
-	     . ' ]; do i=$((i + 1)); [ $i -ge 100 ] && break; sleep 0.1; done';
+	die "lua_ready: bad milliseconds '$ms'\n" unless $ms =~ /^[1-9][0-9]*$/;
+	return <<"SH";
+i=0; until [ -e "\$LJ_READY" ]; do
+	kill -0 \$pid 2>/dev/null && [ \$i -lt 600 ] || { echo "VM test: the target did not start its Lua code (no \$LJ_READY)" >&2; kill \$pid 2>/dev/null; exit 1; }
+	i=\$((i + 1)); sleep 0.1
+done
+v0=0; { read -r v0 x < /proc/\$pid/schedstat; } 2>/dev/null
+i=0; until { read -r v x < /proc/\$pid/schedstat; } 2>/dev/null && [ \$(((v - v0) / 1000000)) -ge $ms ]; do i=\$((i + 1)); [ \$i -ge 100 ] && break; sleep 0.1; done
+SH
 }
 
 # the design effect of the guest's CPU samples (see the POD)
