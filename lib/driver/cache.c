@@ -3,6 +3,7 @@
 #include "driver/cache.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/dwarf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -218,4 +219,101 @@ done:
 		return NULL;
 	}
 	return dir;
+}
+
+char *cache_lookup(const char *kind, const char *stamp_name, uint64_t hash, const char *what)
+{
+	char *root = cache_root(what);
+	char *dir = NULL, *stamp = NULL;
+
+	if (!root)
+		return NULL;
+	dir = xasprintf("%s/%s-%016llx", root, kind, (unsigned long long)hash);
+	stamp = xasprintf("%s/%s", dir, stamp_name);
+	if (access(stamp, F_OK) == 0 && trusted_path(dir)) {
+		utime(stamp, NULL);	/* used now (evict) */
+	} else {
+		free(dir);
+		dir = NULL;
+	}
+	free(stamp);
+	free(root);
+	return dir;
+}
+
+/* ------------------------------------------------------------------ */
+/* The names cache of lib/dwarf (dw_names_cache()): an entry names-HASH
+ * per build-id, holding the file "names". */
+
+#define NAMES_WHAT "the DWARF names of a binary"
+
+static uint64_t names_hash(const char *id)
+{
+	uint64_t h = CACHE_HASH_INIT;
+	cache_hash(&h, "names 1", 8);
+	cache_hash(&h, id, strlen(id) + 1);
+	return h;
+}
+
+static char *names_get(const char *id, void *ctx)
+{
+	(void)ctx;
+	char *dir = cache_lookup("names", "stamp", names_hash(id), NAMES_WHAT);
+	char *path = dir ? xasprintf("%s/names", dir) : NULL;
+	free(dir);
+	return path;
+}
+
+struct names_fill {
+	int (*write)(const char *path, void *wctx);
+	void *wctx;
+};
+
+static int names_fill(const char *tmp, const char *dir, void *ctx)
+{
+	struct names_fill *f = ctx;
+	char *path = xasprintf("%s/names", tmp);
+	(void)dir;
+	int rc = f->write(path, f->wctx);
+	free(path);
+	return rc;
+}
+
+/* Whether PATH, or the nearest dir above it that exists, can be written. */
+static int writable_or_creatable(const char *path)
+{
+	char *p = xstrdup(path), *slash;
+	int ok;
+	while (access(p, F_OK) < 0 && (slash = strrchr(p, '/')) && slash != p)
+		*slash = '\0';
+	ok = access(p, W_OK) == 0;
+	free(p);
+	return ok;
+}
+
+static void names_put(const char *id, int (*write)(const char *path, void *wctx), void *wctx,
+		      int replace, void *ctx)
+{
+	struct names_fill f = { write, wctx };
+	char *root = cache_root(NAMES_WHAT), *old;
+	(void)ctx;
+	if (replace && (old = cache_lookup("names", "stamp", names_hash(id), NAMES_WHAT))) {
+		info(1, "replacing '%s'", old);
+		cache_remove_tree(old);
+		free(old);
+	}
+	/* (only into a cache dir that exists and can be written: the cache
+	   saves time, and a run that needs no other entry fails on none) */
+	if (root && writable_or_creatable(root))
+		free(cache_entry("names", "stamp", names_hash(id), NAMES_WHAT, id, names_fill, &f));
+	else
+		info(1, "%s not cached: no cache dir to write (%s)", NAMES_WHAT,
+		     root ? root : "none");
+	free(root);
+}
+
+void cache_dwarf_names(void)
+{
+	static const struct dw_names_cache c = { names_get, names_put, NULL };
+	dw_names_cache(&c);
 }

@@ -46,4 +46,15 @@ char *cache_entry(const char *kind, const char *stamp_name, uint64_t hash, const
 		  const char *note, int (*fill)(const char *tmp, const char *dir, void *ctx),
 		  void *ctx);
 
+/* The entry KIND-HASH's path (malloc'd) when it exists (its stamp file
+ * STAMP_NAME does) and no other user can change it, its stamp touched;
+ * NULL otherwise, with no message but cache_root()'s warnings.  WHAT as
+ * for cache_entry(). */
+char *cache_lookup(const char *kind, const char *stamp_name, uint64_t hash, const char *what);
+
+/* Gives lib/dwarf its names cache (dw_names_cache()): entries names-HASH,
+ * one per build-id, each with the file "names".  Storing one never fails
+ * the run: without a cache dir it can write to, nothing is stored. */
+void cache_dwarf_names(void);
+
 #endif

@@ -4,6 +4,7 @@
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "bpf/run.h"
+#include "driver/cache.h"
 #include "driver/run.h"
 #include "driver/stap.h"
 #include "dwarf/dwarf.h"
@@ -339,6 +340,7 @@ static int resolve(struct options *o, struct target *t)
 	if (target_resolve(&s, t) < 0)
 		return -1;
 	dw_debug_root(t->root);	/* (a container's debug files: its own) */
+	cache_dwarf_names();
 	o->run.mode = pid_ok_mode(o, t);
 	o->run.sample_pid = o->sample_pid;
 	return 0;

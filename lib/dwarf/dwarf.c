@@ -22,6 +22,7 @@
 #include "dwarf/index.h"
 #include "dwarf/ldb.h"
 #include "dwarf/member.h"
+#include "dwarf/names.h"
 #include "dwarf/open.h"
 #include "dwarf/search.h"
 #include "dwarf/type.h"
@@ -244,6 +245,7 @@ static int enum_dwarf(struct dw_set *set, const char *name,
 	struct dw_bin *b;
 	int err, ret;
 	search_init(&s, set, module);
+	search_key(&s, KIND_BIT(K_ENUMERATOR), name);
 	while ((b = search_next(&s, &err))) {
 		struct entry *e = index_lookup(b, K_ENUMERATOR, name);
 		if (e) {
@@ -283,6 +285,7 @@ static int find_var_dwarf(struct dw_set *set, const char *sym,
 	struct dw_bin *local_bin = NULL;
 	int err, ret;
 	search_init(&s, set, module);
+	search_key(&s, KIND_BIT(K_VAR) | KIND_BIT(K_STATIC_VAR), sym);
 	while ((b = search_next(&s, &err))) {
 		struct entry *e = index_lookup(b, K_VAR, sym);
 		if (!e && !local && (e = index_lookup(b, K_STATIC_VAR, sym))) {
@@ -435,6 +438,7 @@ void dw_hint_nodebug(struct dw_set *set)
 	if (!set->type_misses)
 		return;
 	search_init(&s, set, NULL);
+	search_key(&s, NAMES_ALL_KINDS, NULL);	/* (cached: has DWARF) */
 	while (search_next(&s, &err))
 		;
 	search_hint_nodebug(&s);

@@ -86,6 +86,27 @@ int dw_set_add(struct dw_set *set, const char *path);
  * it before any binary is opened; the last call wins. */
 void dw_debug_root(const char *root);
 
+/*
+ * The names cache, kept by the caller (the driver's cache dir): what each
+ * binary's DWARF names, by build-id, so that a search for a name a binary
+ * does not define passes over it without loading its DWARF (libc's costs
+ * about 0.3 s of CPU time, and a luajit CLI target's libc, libm and ld.so
+ * were searched for nginx's types in every run).  GET(ID, CTX) returns
+ * the path (malloc'd) of the file stored for build-id ID (hex), or NULL;
+ * PUT(ID, WRITE, WCTX, REPLACE, CTX) stores one, which WRITE(PATH, WCTX)
+ * writes (0, or -1 after error()), replacing the stored one if REPLACE (a
+ * file that is not one of ID's names: cut short, or another format).  A binary without a build-id is not cached.
+ * The cache only saves time: an answer never depends on it.  C NULL: none
+ * (the default).  The last call wins; C is copied.
+ */
+struct dw_names_cache {
+	char *(*get)(const char *id, void *ctx);
+	void (*put)(const char *id, int (*write)(const char *path, void *wctx),
+		    void *wctx, int replace, void *ctx);
+	void *ctx;
+};
+void dw_names_cache(const struct dw_names_cache *c);
+
 /* @sizeof(TYPE[, MODULE]): byte size of TYPE. */
 int dw_sizeof(struct dw_set *set, const char *type, const char *module,
 	      long long *out);

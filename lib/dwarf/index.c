@@ -6,6 +6,7 @@
 #include "dwarf/index.h"
 #include "base/wrapper.h"
 #include "dwarf/ldb.h"
+#include "dwarf/names.h"
 
 #include <dwarf.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@ void dw_set_free(struct dw_set *set)
 		if (b->dwfl)
 			dwfl_end(b->dwfl);
 		free(b->tab);
+		names_free(b);
 		free(b->why);
 		free(b->real);
 		free(b->path);

@@ -51,6 +51,13 @@ struct dw_bin {
 	Dwarf *dw;
 	struct entry *tab;	/* open addressing, cap is a power of 2 */
 	size_t cap, used;
+	char *build_id;		/* hex, NULL if none (dwarf/names.h) */
+	int id_read;		/* build_id and own_dwarf were read */
+	int own_dwarf;		/* the file has a .debug_info section */
+	char *dwarf_file;	/* B_READY: the separate file its DWARF came
+				   from, NULL when from the binary itself */
+	struct nameset *names;	/* its names, from the names cache, or NULL */
+	int names_tried;	/* the names cache was asked: 1, or -1 (a bad file) */
 };
 
 struct dw_set {

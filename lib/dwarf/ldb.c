@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "dwarf/ident.h"
+#include "dwarf/names.h"
 #include "dwarf/vmexit.h"
 #include "dwarf/open.h"
 #include "dwarf/type.h"
@@ -282,6 +283,8 @@ static struct dw_bin *lj_in_dwarf(struct dw_set *set)
 {
 	for (size_t i = 0; i < set->n; i++) {
 		struct dw_bin *b = set->bins[i];
+		if (names_skip(b, KIND_BIT(K_NAME), "lua_State"))
+			continue;
 		bin_open(b);
 		struct entry *e;
 		Dwarf_Die die;

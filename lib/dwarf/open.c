@@ -6,6 +6,7 @@
 #include "dwarf/open.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/names.h"
 
 #include <dirent.h>
 #include <elfutils/libdwelf.h>
@@ -95,6 +96,10 @@ void bin_open(struct dw_bin *b)
 		info(1, "no debug info in '%s': %s", b->path, dwfl_errmsg(-1));
 		return;
 	}
+	const char *main_file = NULL, *debug_file = NULL;
+	dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, NULL, &main_file, &debug_file);
+	if (debug_file && (!main_file || strcmp(debug_file, main_file)))
+		b->dwarf_file = xstrdup(debug_file);	/* (for the names cache) */
 	double t1 = now_ms();
 	index_dwarf(b, b->dw);
 	Dwarf *alt = dwarf_getalt(b->dw);	/* dwz's common file */
@@ -103,6 +108,7 @@ void bin_open(struct dw_bin *b)
 	b->state = b->used ? B_READY : B_NODEBUG;
 	info(1, "indexed '%s': %zu names in %.1f ms (%.1f ms to load its "
 	     "DWARF)", b->path, b->used, now_ms() - t0, t1 - t0);
+	names_store(b);
 }
 
 /* Whether ELF has a section of type SHT_SYMTAB. */

@@ -5,6 +5,7 @@
 #include "dwarf/search.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/names.h"
 #include "dwarf/open.h"
 
 #include <stdlib.h>
@@ -35,6 +36,11 @@ struct dw_bin *search_next(struct search *s, int *err)
 	}
 	while (s->i < s->set->n) {
 		struct dw_bin *b = s->set->bins[s->i++];
+		if (s->kinds && names_skip(b, s->kinds, s->name)) {
+			list_add(&s->searched, b->path);
+			s->n_searched++;
+			continue;
+		}
 		bin_open(b);
 		if (b->state == B_READY) {
 			list_add(&s->searched, b->path);
@@ -52,6 +58,12 @@ struct dw_bin *search_next(struct search *s, int *err)
 		}
 	}
 	return NULL;
+}
+
+void search_key(struct search *s, unsigned kinds, const char *name)
+{
+	s->kinds = kinds;
+	s->name = name;
 }
 
 void search_init(struct search *s, struct dw_set *set,

@@ -7,7 +7,9 @@
  * binary has the answer; search_fail() if none had; search_done() always.
  * Without MODULE every binary is tried in order (those without debug info
  * skipped and remembered for hints, unreadable ones warned about once);
- * with it only that binary, which must have DWARF.
+ * with it only that binary, which must have DWARF.  A search for a name
+ * (search_key()) passes over a binary whose names the names cache holds
+ * without that name (dwarf/names.h), unopened; it counts as searched.
  */
 #ifndef STAPXX_DWARF_SEARCH_H
 #define STAPXX_DWARF_SEARCH_H
@@ -23,10 +25,17 @@ struct search {
 	char *nodebug;		/* same, without DWARF */
 	struct dw_bin *first_nodebug;
 	int n_searched, n_nodebug, n_unusable;
+	unsigned kinds;		/* search_key()'s, or 0: every binary is opened */
+	const char *name;
 };
 
 /* Start a search of SET, or only of MODULE (added to the set if new). */
 void search_init(struct search *s, struct dw_set *set, const char *module);
+
+/* The search is for NAME with a kind of the mask KINDS (KIND_BIT()s;
+ * NAME NULL: for no name, only to class the binaries), which lets it pass
+ * over binaries the names cache says lack it.  NAME is not copied. */
+void search_key(struct search *s, unsigned kinds, const char *name);
 
 /* Next binary with usable DWARF, or NULL at the end.  An explicit module
  * without DWARF is an error (returns NULL with *err = -1, after error()). */

@@ -6,6 +6,7 @@
 #include "dwarf/type.h"
 #include "base/error.h"
 #include "base/wrapper.h"
+#include "dwarf/names.h"
 #include "dwarf/search.h"
 
 #include <dwarf.h>
@@ -194,6 +195,7 @@ int find_type(struct dw_set *set, const char *type, const char *module,
 	int err, declared = 0, ret;
 	char *extra = NULL;
 	search_init(&s, set, module);
+	search_key(&s, KIND_BIT(t->kind), t->name);
 	while ((b = search_next(&s, &err))) {
 		struct entry *e = index_lookup(b, t->kind, t->name);
 		if (!e)
