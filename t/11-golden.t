@@ -82,7 +82,8 @@ for my $c (@cases) {
 }
 
 # Line numbers: every "// @N" marker of lines.sxx is on line N of the
-# expanded output, and the output has as many lines as the input.
+# expanded output, and the output has as many lines as the input, but for
+# the declaration of stapxx_master that follows the last one.
 {
 	my ($rc, $out, $err) = stapxx(@I, "$C/lines.sxx", '--exec', $T,
 				      '--dump-src');
@@ -90,6 +91,8 @@ for my $c (@cases) {
 	my ($main) = split(/\n\/\/ ---- module /, $out);
 	my @lines = split(/\n/, $main, -1);
 	pop @lines if @lines && $lines[-1] eq '';
+	is_deeply([ splice(@lines, -2) ], ['', 'global stapxx_master = 0  /* stap++ --master */'],
+		'the declaration of stapxx_master after the last line');
 	my $in = slurp("$C/lines.sxx");
 	is(scalar @lines, ($in =~ tr/\n//), 'same number of lines');
 	my $checked = 0;

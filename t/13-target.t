@@ -124,13 +124,14 @@ for my $c (
 # What stap gets: -x for -x; for --master the master's PID as the module
 # global stapxx_master (-G), never -x (with -x SystemTap follows only the
 # master and its later children: workers that already run would be lost);
-# nothing for --exec (staprun -x decides at run time) and --master -.
+# nothing for --exec (staprun -x or stapxx_master=PID decide at run time)
+# and --master -.
 {
 	my $log = "$out/fake.log";
 	for my $c (
 		[['-x', $pid], ['-x', $pid], 'pid() == target()'],
 		[['--master', $master], ['-G', "stapxx_master=$master"], 'stapxx_master ? ppid() == stapxx_master'],
-		[['--exec', $T], [], 'target() ? pid() == target()'],
+		[['--exec', $T], [], 'stapxx_master ? ppid() == stapxx_master : target() ? pid() == target()'],
 		[['--exec', $T, '--master', '-'], [], 'stapxx_master ? ppid() == stapxx_master'],
 		[['-c', "$T fork"], ['-c', "$T fork"], 'pid() == target()'],
 	) {

@@ -4,10 +4,11 @@
 # (one boot): the seed app (t/apps/nginx.conf, t/apps/test.lua) under wrk,
 # sampling one worker with the JIT on, off (jit.off() in init_by_lua), with
 # FFI calls and with lines=1 (foo's share of foo + bar within 6 or 10
-# points, see %CLAIM); then --master with two workers that already
-# run when staprun starts (module built with --master -, run as
-# 'staprun MOD.ko stapxx_master=MASTER': no -x, which would keep SystemTap
-# from tracking the mappings of children that predate staprun).
+# points, see %CLAIM); then master mode with two workers that already
+# run when staprun starts (the default-rate module, built for the
+# executable alone, run as 'staprun MOD.ko stapxx_master=MASTER': no -x,
+# which would keep SystemTap from tracking the mappings of children that
+# predate staprun).
 use strict;
 use warnings;
 use FindBin;
@@ -30,7 +31,7 @@ my %CLAIM = (jit => 6, nojit => 6, ffi => 10, lines => 10, master => 10);
 # worker's time (a session still spans hundreds of requests); under TCG
 # nginx's stacks cost the probe 100-300 us, up to the whole period at
 # 4,000 (t/40's rate for the luajit CLI).  The lines=1 case (t/48's
-# module, with stapxx_lines=1) and the --master module keep the default,
+# module, with stapxx_lines=1) and the master case keep the default,
 # timer.profile.
 my $HZ = 2000;
 my $nginx = 'build/nginx/sbin/nginx';
@@ -39,15 +40,14 @@ my $chunk_line = LjStacks::chunk_line($conf);
 my $ffi_line = LjStacks::chunk_line($conf, 'ffi');
 
 my %ko;
-@ko{qw(plain lines bt master)} = $vm->builds(    # two at a time
+@ko{qw(plain lines bt)} = $vm->builds(    # two at a time
 	['ljs_ngx', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--arg', "hz=$HZ"]],
-	['ljs_ngx_def', 'samples/lj-lua-stacks.sxx', exec => $nginx],    # t/48's too; lines=1 at load time
-	['ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => $nginx],
-	['ljs_ngx_master', 'samples/lj-lua-stacks.sxx', exec => $nginx, args => ['--master', '-']]);
+	# t/48's and t/47's too; lines=1, stapxx_master=PID at load time
+	['ljs_ngx_def', 'samples/lj-lua-stacks.sxx', exec => $nginx],
+	['ljbt_ngx', 'samples/lj-lua-bt.sxx', exec => $nginx]);
 ok $ko{plain}, 'lj-lua-stacks builds for nginx';
-ok $ko{lines}, 'lj-lua-stacks builds for nginx at the default rate (the lines=1 case)';
+ok $ko{lines}, 'lj-lua-stacks builds for nginx at the default rate (the lines=1 and master cases)';
 ok $ko{bt}, 'lj-lua-bt builds for nginx';
-ok $ko{master}, 'lj-lua-stacks builds in master mode (--master -)';
 
 # Start nginx with WORKERS workers, load URL with wrk, run MODULE on the
 # first worker (or on the master with master => 1).
@@ -83,7 +83,7 @@ SH
 my %cases = (    # name => module key, ngx_case options
 	jit => [plain => url => '/', hz => $HZ], nojit => [plain => url => '/', nojit => 1, hz => $HZ],
 	ffi => [plain => url => '/ffi', hz => $HZ],
-	lines => [lines => url => '/', params => 'stapxx_lines=1'], master => [master => url => '/', workers => 2, master => 1]);
+	lines => [lines => url => '/', params => 'stapxx_lines=1'], master => [lines => url => '/', workers => 2, master => 1]);
 for my $name (sort keys %cases) {
 	my ($k, %o) = @{ $cases{$name} };
 	next unless $ko{$k};

@@ -5,7 +5,8 @@
 # a debug nginx with three content_by_lua locations of known cost — /spin
 # busy-loops 2 ms of CPU time (os.clock), /fast only says "ok", /sleep
 # yields in ngx.sleep(0.2) — and an exact number of requests (busybox wget);
-# then --master with two workers, and /spin on Debian's stripped nginx.
+# then master mode with two workers (the same module, stapxx_master=PID at
+# load time), and /spin on Debian's stripped nginx.
 use strict;
 use warnings;
 use Test::More;
@@ -35,13 +36,11 @@ File::Path::make_path("$out/stock");
 spit("$out/stock/nginx.conf", Bpf::stock_conf(slurp("$out/nginx.conf"), 'nginx.conf'));
 
 # the modules at once, as the other VM tests build theirs (VM::builds)
-my ($ko, $kom, $kos) = $vm->builds(['exectime', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx],
-	# master mode: run as 'staprun MOD.ko stapxx_master=MASTER'
-	['exectime_m', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx, args => ['--master', '-']],
+# (the first one for master mode too: 'staprun MOD.ko stapxx_master=MASTER')
+my ($ko, $kos) = $vm->builds(['exectime', "$R/samples/ngx-lua-exec-time.sxx", exec => $nginx],
 	['exectime_s', "$R/samples/ngx-lua-exec-time.sxx", exec => '/usr/sbin/nginx',
 	 args => [VM::stock_d()]]);
 ok $ko, 'ngx-lua-exec-time builds against the tree' or diag $vm->build_log;
-ok $kom, 'ngx-lua-exec-time builds in master mode (--master -)' or diag $vm->build_log;
 ok $kos, 'ngx-lua-exec-time builds for Debian\'s stripped nginx and its lua module' or diag $vm->build_log;
 
 # nginx (nginx, conf: another binary and config) with workers workers
@@ -79,8 +78,8 @@ if ($ko) {
 	$vm->case(spin => ngx_case(run => $x, reqs => ['20 /spin']), files => [$ko], timeout => 120);
 	$vm->case(fast => ngx_case(run => $x, reqs => ['30 /fast', '5 /sleep']), files => [$ko], timeout => 120);
 }
-$vm->case(master => ngx_case(workers => 2, run => '"$VM_JOB"/exectime_m.ko stapxx_master=$master', reqs => ['40 /fast']),
-		  files => [$kom], timeout => 120) if $kom;
+$vm->case(master => ngx_case(workers => 2, run => '"$VM_JOB"/exectime.ko stapxx_master=$master', reqs => ['40 /fast']),
+		  files => [$ko], timeout => 120) if $ko;
 $vm->case(stock => ngx_case(run => '-x $worker "$VM_JOB"/exectime_s.ko', reqs => ['20 /spin'],
 		  conf => "$out/stock/nginx.conf", nginx => '/usr/sbin/nginx'), files => [$kos], timeout => 120) if $kos;
 my $r = $vm->run;

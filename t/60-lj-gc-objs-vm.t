@@ -15,7 +15,7 @@
 #   files share a 180 s budget.)
 # - the same in Debian's stock nginx (stripped), with one Lua request
 #   once the session started (its VM is found at the request's lua_resume).
-# - --master with two nginx workers (module built with --master -, run as
+# - master mode with two nginx workers (the nginx module, run as
 #   'staprun MOD.ko stapxx_master=MASTER'): one census per worker, each
 #   headed by its pid, each within 5% of that worker's own count; the
 #   master is not walked.
@@ -32,25 +32,25 @@ use Test::More;
 my $vm = VM->new;
 my $nginx = 'build/nginx/sbin/nginx';
 my %ko;
-@ko{qw(ngx master nogc64 stock)} = $vm->builds(    # two at a time
-	['gcobjs_ngx', 'samples/lj-gc-objs.sxx', exec => $nginx, args => ['--arg', 'time=60', '--arg', 'gap=5']],
-	['gcobjs_master', 'samples/lj-gc-objs.sxx', exec => $nginx,
-	 args => ['--master', '-', '--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
+# (workers=2: the master case's end; a session of one process, -x, ends
+# at its census)
+@ko{qw(ngx nogc64 stock)} = $vm->builds(    # two at a time
+	['gcobjs_ngx', 'samples/lj-gc-objs.sxx', exec => $nginx,
+	 args => ['--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
 	['gcobjs_nogc64', 'samples/lj-gc-objs.sxx', exec => 'build/luajit-nogc64/bin/luajit',
 	 args => ['--arg', 'time=60', '--arg', 'gap=5']],
 	['gcobjs_stock', 'samples/lj-gc-objs.sxx', exec => '/usr/sbin/nginx',
 	 args => [VM::stock_d(), '--arg', 'time=60', '--arg', 'gap=5']]);
 ok $ko{ngx}, 'lj-gc-objs builds for nginx';
 ok $ko{nogc64}, 'lj-gc-objs builds for the nogc64 luajit CLI';
-ok $ko{master}, 'lj-gc-objs builds in master mode (--master -)';
 ok $ko{stock}, 'lj-gc-objs builds for Debian\'s stripped nginx' or diag $vm->build_log;
 
 $vm->case(ngx => LjGc::leak_ngx_case(module => 'gcobjs_ngx.ko', load => 2, n => 100),
 	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
 $vm->case(stock => LjGc::leak_ngx_case(module => 'gcobjs_stock.ko', load => 2, n => 100, LjGc::stock_case($vm)),
 	files => [$ko{stock}], timeout => 150) if $ko{stock};
-$vm->case(master => LjGc::leak_master_case(module => 'gcobjs_master.ko', load => 2, n => 100),
-	files => [$ko{master}], timeout => 150) if $ko{master};
+$vm->case(master => LjGc::leak_master_case(module => 'gcobjs_ngx.ko', load => 2, n => 100),
+	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
 for my $b (qw(nogc64)) {
 	next unless $ko{$b};
 	$vm->case("cli_$b" => LjGc::cli_case(target => "$ROOT/build/luajit-$b/bin/luajit $ROOT/t/apps/leak/heap.lua 100",

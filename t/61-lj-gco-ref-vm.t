@@ -15,7 +15,8 @@
 #   is counted once, on the expected path.
 # - the same in Debian's stock nginx (stripped), with one Lua request
 #   once the session started (its VM is found at the request's lua_resume).
-# - --master with two nginx workers: the workers walked one after the
+# - master mode with two nginx workers (the nginx module, run as
+#   'staprun MOD.ko stapxx_master=MASTER'): the workers walked one after the
 #   other, each worker's paths under its own "worker PID" root frame, each
 #   with the heaviest path and the bytes under foo as above (against that
 #   worker's own counts); the master is not walked.
@@ -32,23 +33,23 @@ use Test::More;
 my $vm = VM->new;
 my $co_line = LjStacks::line_of("$ROOT/t/apps/leak/hostile.lua", qr/^    co = coroutine\.create\(function\(\)$/);
 my %ko;
-@ko{qw(ngx master gc64 nogc64 stock)} = $vm->builds(    # two at a time
-	['gcoref_ngx', 'samples/lj-gco-ref.sxx', exec => 'build/nginx/sbin/nginx', args => ['--arg', 'time=60', '--arg', 'gap=5']],
-	['gcoref_master', 'samples/lj-gco-ref.sxx', exec => 'build/nginx/sbin/nginx',
-	 args => ['--master', '-', '--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
+# (workers=2: the master case's end, 'staprun MOD.ko stapxx_master=MASTER';
+# a session of one process, -x, ends at its walk)
+@ko{qw(ngx gc64 nogc64 stock)} = $vm->builds(    # two at a time
+	['gcoref_ngx', 'samples/lj-gco-ref.sxx', exec => 'build/nginx/sbin/nginx',
+	 args => ['--arg', 'time=60', '--arg', 'gap=5', '--arg', 'workers=2']],
 	(map { ["gcoref_$_", 'samples/lj-gco-ref.sxx', exec => "build/luajit-$_/bin/luajit", args => ['--arg', 'time=40', '--arg', 'gap=5']] }
 		qw(gc64 nogc64)),
 	['gcoref_stock', 'samples/lj-gco-ref.sxx', exec => '/usr/sbin/nginx', args => [VM::stock_d(), '--arg', 'time=60', '--arg', 'gap=5']]);
 ok $ko{ngx}, 'lj-gco-ref builds for nginx';
-ok $ko{master}, 'lj-gco-ref builds in master mode (--master -)';
 ok $ko{$_}, "lj-gco-ref builds for the $_ luajit CLI" for qw(gc64 nogc64);
 ok $ko{stock}, 'lj-gco-ref builds for Debian\'s stripped nginx' or diag $vm->build_log;
 $vm->case(ngx => LjGc::leak_ngx_case(module => 'gcoref_ngx.ko', load => 2, n => 100),
 	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
 $vm->case(stock => LjGc::leak_ngx_case(module => 'gcoref_stock.ko', load => 2, n => 100, LjGc::stock_case($vm)),
 	files => [$ko{stock}], timeout => 150) if $ko{stock};
-$vm->case(master => LjGc::leak_master_case(module => 'gcoref_master.ko', load => 2, n => 100),
-	files => [$ko{master}], timeout => 150) if $ko{master};
+$vm->case(master => LjGc::leak_master_case(module => 'gcoref_ngx.ko', load => 2, n => 100),
+	files => [$ko{ngx}], timeout => 150) if $ko{ngx};
 for my $b (qw(gc64 nogc64)) {
 	next unless $ko{$b};
 	$vm->case("cli_$b" => LjGc::cli_case(target => "$ROOT/build/luajit-$b/bin/luajit $ROOT/t/apps/leak/hostile.lua 100",

@@ -241,8 +241,11 @@ static int add_pid_ok(struct buf *out, const struct expand_opts *o)
 	if (o->mode == PID_OK_MASTER)
 		buf_adds(out, "(" STAPXX_MASTER " ? ppid() == " STAPXX_MASTER
 			 " : target() ? ppid() == target() : execname() == \"");
-	else	/* staprun -x PID decides at run time; without it, the name */
-		buf_adds(out, "(target() ? pid() == target() : execname() == \"");
+	else	/* at run time: staprun MOD.ko stapxx_master=PID (that master's
+		   children, as --master -), staprun -x PID, or else the name:
+		   one module for all three */
+		buf_adds(out, "(" STAPXX_MASTER " ? ppid() == " STAPXX_MASTER
+			 " : target() ? pid() == target() : execname() == \"");
 	add_escaped(out, o->exec_comm ? o->exec_comm : "");
 	buf_adds(out, "\")");
 	return 0;
@@ -439,12 +442,12 @@ static void caret_target(struct xctx *c, const char *id, size_t i,
 	if (in_str)
 		xerr(c, i, "$^%s cannot be used inside a string", id);
 	else if (id[0] == 't')
-		buf_adds(out, o->mode == PID_OK_MASTER
+		buf_adds(out, o->mode == PID_OK_MASTER || o->mode == PID_OK_EXEC
 			 ? "(" STAPXX_MASTER " ? " STAPXX_MASTER " : target())"
 			 : "target()");
 	else if (!o->scan_only && add_pid_ok(out, o) < 0)
 		need_exec(c, i, "$^pid_ok");
-	if (o->mode == PID_OK_MASTER)
+	if (o->mode == PID_OK_MASTER || o->mode == PID_OK_EXEC)
 		c->x->uses_master = 1;
 }
 

@@ -62,8 +62,9 @@ enum pid_ok_mode {
 	PID_OK_MASTER,	/* --master: ppid() == STAPXX_MASTER (run-time
 			   children); else ppid() == target() with staprun -x;
 			   else execname() match */
-	PID_OK_EXEC,	/* --exec / --sample-pid: pid() == target() when
-			   staprun -x was given, else execname() match */
+	PID_OK_EXEC,	/* --exec / --sample-pid: ppid() == STAPXX_MASTER
+			   when set at load time, else pid() == target()
+			   when staprun -x was given, else execname() match */
 };
 
 /* LuaJIT's allocator in a running target ($^vm_allocf*): what the
