@@ -249,14 +249,11 @@ int names_skip(struct dw_bin *b, unsigned kinds, const char *name)
 static int write_names(const char *path, void *ctx)
 {
 	struct dw_bin *b = ctx;
-	if (b->dwarf_file ? b->dwarf_file[0] != '/' || strchr(b->dwarf_file, '\n') : !b->own_dwarf)
-		return error("cannot tell where the DWARF of '%s' comes from", b->path);
-	for (size_t i = 0; i < b->cap; i++)	/* (a line each: a name with one could not be found) */
-		if (b->tab[i].name && strchr(b->tab[i].name, '\n'))
-			return error("a name in '%s' holds a newline", b->path);
 	FILE *f = fopen(path, "w");
-	if (!f)
-		return error("cannot create '%s': %s", path, strerror(errno));
+	if (!f) {
+		info(1, "cannot create '%s': %s", path, strerror(errno));
+		return -1;
+	}
 	size_t lines = 0;
 	fprintf(f, "%s%s\nfrom %s\n", NAMES_MAGIC, b->build_id,
 		b->dwarf_file ? b->dwarf_file : "self");
@@ -264,16 +261,33 @@ static int write_names(const char *path, void *ctx)
 		if (b->tab[i].name && ++lines)
 			fprintf(f, "%u %s\n", (unsigned)b->tab[i].kind, b->tab[i].name);
 	fprintf(f, "end %zu\n", lines);
-	if (ferror(f) | fclose(f))
-		return error("cannot write '%s': %s", path, strerror(errno));
+	if (ferror(f) | fclose(f)) {
+		info(1, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
 	return 0;
+}
+
+/* Can B's names be kept: is it known where its DWARF came from, and does
+ * every name fit on a line?  (Said with -v when not.) */
+static int storable(struct dw_bin *b)
+{
+	const char *why = NULL;
+	if (b->dwarf_file ? b->dwarf_file[0] != '/' || strchr(b->dwarf_file, '\n') : !b->own_dwarf)
+		why = "the file its DWARF came from is not known (debuginfod)";
+	for (size_t i = 0; !why && i < b->cap; i++)
+		if (b->tab[i].name && strchr(b->tab[i].name, '\n'))
+			why = "a name holds a newline";
+	if (why)
+		info(1, "names of '%s' not cached: %s", b->path, why);
+	return !why;
 }
 
 void names_store(struct dw_bin *b)
 {
 	int have;
 	if (!cache.get || !cache.put || b->state != B_READY || !build_id(b) ||
-	    (have = cached(b)) > 0)
+	    (have = cached(b)) > 0 || !storable(b))
 		return;
 	cache.put(b->build_id, write_names, b, have < 0, cache.ctx);
 }
