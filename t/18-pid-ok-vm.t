@@ -46,7 +46,7 @@ tp=\$!
 sh -c 'while :; do :; done' &
 noise=\$!
 echo "noise \$noise" > noise.log
-for i in \$(seq 100); do grep -q '^worker' target.log && break; sleep 0.1; done
+for i in \$(seq 100); do has 'worker*' target.log && break; sleep 0.1; done
 master=\$(sed -n 's/^master //p' target.log | head -1)
 worker=\$(sed -n 's/^worker //p' target.log | head -1)
 $staprun
@@ -69,9 +69,11 @@ sub staprun_sh {
 my $master_sh = <<'EOS';
 timeout -s INT -k 10 60 staprun "$VM_JOB"/pidok_master.ko stapxx_master=$master > staprun.out 2>&1 &
 run=$!
-until grep -q "^sampled $worker\$" staprun.out || ! kill -0 $run 2>/dev/null; do sleep 0.1; done
+until has "sampled $worker" staprun.out || ! kill -0 $run 2>/dev/null; do sleep 0.1; done
 kill -USR1 $worker
-until grep '^sampled ' staprun.out | grep -vq "^sampled $worker\$" || ! kill -0 $run 2>/dev/null; do
+# (a line "sampled PID" of another PID than $worker)
+other() { [ -f staprun.out ] && while IFS= read -r l; do case $l in "sampled $worker") ;; 'sampled '*) return 0;; esac; done < staprun.out; return 1; }
+until other || ! kill -0 $run 2>/dev/null; do
 	sleep 0.1
 done
 kill -INT $run 2>/dev/null

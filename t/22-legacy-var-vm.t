@@ -57,14 +57,14 @@ $ROOT/build/nginx/sbin/nginx -p "\$CASE" -c $ROOT/t/fixtures/vm/nginx.conf &
 for i in \$(seq 1 100); do [ -s logs/nginx.pid ] && break; sleep 0.1; done
 timeout -s INT -k 10 60 staprun "\$VM_JOB"/legacy_var.ko > stap.out 2>&1 &
 sp=\$!
-for i in \$(seq 1 600); do grep -q '^ready' stap.out && break; sleep 0.1; done
+for i in \$(seq 1 600); do has 'ready*' stap.out && break; sleep 0.1; done
 # "ready" (probe begin) can come before the uprobe is armed in the idle
 # worker: once the request came too soon and went by unseen (staprun then
 # waited its 60 s).  So a request a second until the probe has fired (it
 # exits at its first hit; one worker serves them all)
 for i in \$(seq 1 30); do
 	@{[ VM::get_sh('http://127.0.0.1:8080/lua', 'body.txt') ]}
-	for j in \$(seq 1 10); do grep -q '^legacy ' stap.out && break 2; sleep 0.1; done
+	for j in \$(seq 1 10); do has 'legacy *' stap.out && break 2; sleep 0.1; done
 done
 wait \$sp
 st=\$?

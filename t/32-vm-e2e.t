@@ -99,7 +99,7 @@ $vm->case(mmlock => <<"SH", files => [$mmlock_ko], timeout => 150) if $mmlock_ko
 for i in \$(seq 1 $MMLOCK_RUNS); do
 	$mmlock 64 > mm\$i.out &
 	p=\$!
-	for t in \$(seq 1 300); do grep -q ready mm\$i.out && break; sleep 0.1; done
+	for t in \$(seq 1 300); do has '*ready*' mm\$i.out && break; sleep 0.1; done
 	echo "attach \$i: \$(timeout -s INT -k 5 60 staprun -x \$p "\$VM_JOB"/mmlock.ko 2>&1 | tr '\n' ' ')"
 	kill \$p
 	wait \$p 2>/dev/null

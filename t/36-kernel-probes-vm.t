@@ -82,7 +82,7 @@ like $log, qr/fixes for kernel '\Q${\ $vm->krel }\E'/, 'the runtime fix reads th
 $vm->case(probes => VM::nginx_up(env => 'export HEAVY_N=1000') . <<"SH"
 staprun -x \$worker "\$VM_JOB"/kprobes.ko > stap.out 2>&1 &
 sp=\$!
-for i in \$(seq 1 300); do grep -q ready stap.out && break; sleep 0.2; done
+for i in \$(seq 1 300); do has '*ready*' stap.out && break; sleep 0.2; done
 @{[ LjWait::uprobes_placed('$worker') ]}curl -s -o /dev/null http://127.0.0.1:8080/
 curl -s -o /dev/null http://127.0.0.1:8080/ffi
 curl -s -o /dev/null -I http://127.0.0.1:8080/

@@ -69,10 +69,10 @@ sub ngx_case {
 	# workers and 8 connections, all go to one in 1 of 128 runs
 	my $conns = $o{workers} > 1 ? 32 : 8;
 	# (until its output holds the samples its claim needs)
-	my $sample = VM::sample_sh("staprun $run", $o{master} ? '$(pgrep -P $master)' : '$worker', $o{samples}, undef,
+	my $sample = VM::sample_sh("staprun $run", $o{master} ? '$(kids $master; echo $kids)' : '$worker', $o{samples}, undef,
 		stop => 1, hz => $o{hz});
 	return VM::nginx_up(conf => $conf, workers => $o{workers}, env => "export HEAVY_N=$o{heavy}$nojit") . <<"SH";
-echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
+kids \$master; echo "# master: \$master workers: \$kids"
 @{[ VM::under_wrk("-t2 -c$conns http://127.0.0.1:8080$o{url}", $sample) ]}kill -QUIT \$master
 wait
 grep -E '\\[(alert|emerg|crit)\\]' logs/error.log | sed 's/^/# /'

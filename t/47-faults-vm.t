@@ -42,7 +42,7 @@ my $STAP = <<'SH';
 stap_start() {
 	staprun "$@" 2> stap.err &
 	sp=$!
-	for i in $(seq 1 300); do grep -q 'lj-lua-stacks: sampling' stap.err && return 0; sleep 0.1; done
+	for i in $(seq 1 300); do has '*lj-lua-stacks: sampling*' stap.err && return 0; sleep 0.1; done
 	echo "# staprun did not start sampling"; return 1
 }
 stap_end() {
@@ -139,15 +139,15 @@ wrk -t2 -c8 -d60s http://127.0.0.1:8080/ > wrk.txt 2>&1 &
 wp=\$!
 stap_start "\$VM_JOB"/ljs_ngx_def.ko stapxx_master=\$master || exit 1
 sleep 1
-old=\$(pgrep -P \$master | tr '\\n' ' ')
+kids \$master; old=\$kids
 echo "# workers before: \$old"
 $fault
 # until every old worker is gone or replaced, for 30 s at most (of the
-# guest's clock: /proc/uptime, no fork; each pgrep is one, and under TCG
-# on a loaded host a fork can take a few hundred ms)
+# guest's clock: /proc/uptime, no fork; under TCG on a loaded host a
+# fork can take a few hundred ms)
 read up x < /proc/uptime; end=\$((\${up%.*} + 30))
 while :; do
-	new=\$(pgrep -P \$master | tr '\\n' ' ')
+	kids \$master; new=\$kids
 	n=0; for w in \$new; do case " \$old " in *" \$w "*) ;; *) n=\$((n + 1)) ;; esac; done
 	alive=0; for w in \$old; do kill -0 \$w 2>/dev/null && alive=\$((alive + 1)); done
 	[ \$n -ge 1 ] && [ \$alive -lt 2 ] && break
@@ -155,7 +155,7 @@ while :; do
 	sleep 0.2
 done
 sleep 1.5
-echo "# workers after: \$(pgrep -P \$master | tr '\\n' ' ')"
+kids \$master; echo "# workers after: \$kids"
 kill -INT \$sp
 stap_end
 kill \$wp 2>/dev/null
@@ -168,7 +168,7 @@ SH
 if ($ko{ngx}) {
 	$vm->case(reload => ngx_sh(qq{$nginx -p "\$CASE" -c $conf -g 'worker_processes 2;' -s reload}),
 		files => [$ko{ngx}], timeout => 120);
-	$vm->case(segv => ngx_sh(q{kill -SEGV $(pgrep -P $master | head -1)}), files => [$ko{ngx}], timeout => 120);
+	$vm->case(segv => ngx_sh(q{kids $master; kill -SEGV ${kids%% *}}), files => [$ko{ngx}], timeout => 120);
 }
 
 my $r = $vm->run;

@@ -92,8 +92,8 @@ export TEST_APP_DIR=$ROOT/t/apps HEAVY_N=100000
 /usr/sbin/nginx -p "\$CASE" -e "\$CASE/logs/error.log" -c "\$VM_JOB/nginx.conf" -g 'worker_processes 1;' > nginx.out 2>&1 &
 for i in \$(seq 1 150); do @{[ VM::get_sh('http://127.0.0.1:8080/', '/dev/null') ]} && break; sleep 0.2; done
 master=\$(cat logs/nginx.pid)
-for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge 1 ] && break; sleep 0.1; done
-worker=\$(pgrep -P \$master | head -1)
+for i in \$(seq 1 50); do kids \$master; [ \$nkids -ge 1 ] && break; sleep 0.1; done
+worker=\${kids%% *}
 @{[ VM::under_wrk('-t2 -c8 http://127.0.0.1:8080/',
 	VM::sample_sh(qq{staprun -x \$worker "\$VM_JOB"/ljs_stock.ko}, '$worker', $stock_samples, undef, stop => 1, hz => 2000)) ]}kill -QUIT \$master
 wait

@@ -48,7 +48,7 @@ for my $name (grep { $ko{$_} } qw(x master)) {
 	my $master = $name eq 'master';
 	my $run = $master ? qq{"\$VM_JOB"/ct_ljs.ko stapxx_master=\$master} : qq{-x \$worker "\$VM_JOB"/ct_ljs.ko};
 	my $samples = POSIX::ceil(1.2 * LjStacks::seed_samples($CLAIM{$name}, $VM::SAMPLE_DESIGN));
-	my $sample = VM::sample_sh("staprun $run", $master ? '$(pgrep -P $master)' : '$worker', $samples, undef,
+	my $sample = VM::sample_sh("staprun $run", $master ? '$(kids $master; echo $kids)' : '$worker', $samples, undef,
 		stop => 1, hz => $HZ);
 	my $conns = $master ? 32 : 8;
 	$vm->case($name => Container::guest_sh($c, workers => $master ? 2 : 1, heavy => 100000)

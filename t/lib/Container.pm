@@ -190,11 +190,11 @@ cp $c->{root}/app/*.lua $c->{root}/app/$c->{conf} $r/app/
 unshare --mount --pid --uts --fork sh -c "$init" > container.out 2>&1 &
 ct=\$!
 for i in \$(seq 1 150); do @{[ VM::get_sh("http://127.0.0.1:$c->{port}/", '/dev/null') ]} && break; sleep 0.2; done
-master=\$(pgrep -P \$ct)
-for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $w ] && break; sleep 0.1; done
-worker=\$(pgrep -P \$master | head -1)
-echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
-for p in \$master \$(pgrep -P \$master); do echo "# pid \$p: \$(grep NSpid /proc/\$p/status | tr '\\t' ' ')"; done
+kids \$ct; master=\$kids
+for i in \$(seq 1 50); do kids \$master; [ \$nkids -ge $w ] && break; sleep 0.1; done
+worker=\${kids%% *}
+echo "# master: \$master workers: \$kids"
+for p in \$master \$kids; do echo "# pid \$p: \$(grep NSpid /proc/\$p/status | tr '\\t' ' ')"; done
 SH
 }
 

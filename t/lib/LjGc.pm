@@ -71,7 +71,7 @@ before or after).
 
 Shell for a VM case: C<target> (a command line) in the background, its
 output in the case's output; waits until it printed a line matching
-C<ready> (an extended regexp, default C<^count>), then runs
+C<ready> (a shell case pattern, default C<count*>), then runs
 C<staprun -x PID MODULE>, then stops the target.
 
 Both print the module's stderr, then the case's own lines, then a line
@@ -142,7 +142,8 @@ sub stock_case {
 # a bad address when a test fails on it (docs/lj-gco-ref.md).
 use constant PAGES_SH => <<'SH';
 for a in $(grep -o 'at 0x[0-9a-f]*' stap.err | cut -c4- | sort -u | head -5); do
-	for w in $(pgrep -P $master); do
+	kids $master
+	for w in $kids; do
 		m=$(while read -r r rest; do case $r in ffffffff*) continue;; esac; lo=0x${r%-*}; hi=0x${r#*-}; [ $((a)) -ge $((lo)) ] && [ $((a)) -lt $((hi)) ] && echo "$r $rest"; done < /proc/$w/maps)
 		e=$(dd if=/proc/$w/pagemap bs=8 skip=$((a / 4096)) count=1 2>/dev/null | od -An -tx8 | tr -d ' ')
 		echo "# address $a in worker $w: mapping ${m:-none}; pagemap entry ${e:-unreadable}"
@@ -187,7 +188,7 @@ SH
 	my $post = $counts ? 'counts after' : '';
 	my $sh = VM::nginx_up(conf => $conf, nginx => $o{nginx}, url => '/ping', workers => 2,
 			      env => "export LEAK_APP_DIR=$ROOT/t/apps/leak") . <<"SH";
-echo "# master: \$master workers: \$(pgrep -P \$master | tr '\\n' ' ')"
+kids \$master; echo "# master: \$master workers: \$kids"
 counts() {
 	: > counts.txt
 	for i in \$(seq 1 40); do
@@ -212,12 +213,12 @@ sub counts {
 
 sub cli_case {
 	my (%o) = @_;
-	my $ready = $o{ready} // '^count';
+	my $ready = $o{ready} // 'count*';
 	my $t = $o{timeout} // 60;
 	return <<"SH";
 $o{target} > target.log 2>&1 &
 pid=\$!
-for i in \$(seq 1 600); do grep -Eq '$ready' target.log && break; sleep 0.1; done
+for i in \$(seq 1 600); do has '$ready' target.log && break; sleep 0.1; done
 timeout -s INT -k 10 $t staprun -x \$pid "\$VM_JOB"/$o{module} > stap.out 2> stap.err
 rc=\$?
 cat stap.err

@@ -205,7 +205,7 @@ sub _staprun_started {
 timeout -s INT -k 10 $t staprun $run > stap.out 2> stap.err &
 sp=\$!
 for i in \$(seq 1 900); do
-	grep -q 'press Ctrl-C to stop\$' stap.err && break
+	started stap.err && break
 	kill -0 \$sp 2>/dev/null || break
 	sleep 0.1
 done
@@ -221,7 +221,7 @@ sub go_case {
 go=\$(mktemp -u /tmp/go.XXXXXX)
 $o{target} > target.log 2>&1 &
 pid=\$!
-for i in \$(seq 1 600); do grep -q '^ready\$' target.log && break; sleep 0.1; done
+for i in \$(seq 1 600); do has ready target.log && break; sleep 0.1; done
 SH
 : > \$go
 $after
@@ -274,7 +274,7 @@ end
 EOF
 wrk -t1 -c$conns -d 600s -s until.lua http://127.0.0.1:$port$url > wrk.txt 2>&1
 grep -h 'responses\$' wrk.txt
-for i in \$(seq 1 300); do @{[ VM::get_sh("http://127.0.0.1:$port/acct") ]} | grep -qx 'active 0' && break; sleep 0.1; done
+for i in \$(seq 1 300); do @{[ VM::get_sh("http://127.0.0.1:$port/acct", 'acct.txt') ]} && has 'active 0' acct.txt && break; sleep 0.1; done
 SH
 }
 

@@ -176,8 +176,8 @@ C<time>: it samples until SIGINT) until its output holds SAMPLES samples
 (the sum of its stacks' counts; with C<taken>, of the samples its
 statistics say were taken, for options that drop samples).  A session runs in the background.  The
 processes PIDS (shell words, evaluated each time, e.g. C<$pid> or
-C<$(pgrep -P $master)>) wait, stopped (SIGSTOP), while its module loads
-and starts: under TCG that takes the guest about a second of CPU time,
+C<$(kids $master; echo $kids)>: C<kids> is in the case preamble) wait,
+stopped (SIGSTOP), while its module loads and starts: under TCG that takes the guest about a second of CPU time,
 which a spinning target would double for nothing.  Once its start line
 ("...; press Ctrl-C to stop", at most 60 s) has come (or the session
 has ended), they go on (SIGCONT), and the session is stopped with SIGINT when the processes PIDS have used the CPU time
@@ -607,7 +607,6 @@ sub sample_sh {
 	my $guess_ns = 'ns=$((11 * (' . $samples . ' - got) * 100000000 / ' . $guess . '))';
 	return <<"SH";
 cpu_ns() { cpu=0; for p in $pids; do { read -r v x < /proc/\$p/schedstat && cpu=\$((cpu + v)); } 2>/dev/null; done; }
-started() { [ -f "\$1" ] && while IFS= read -r l; do case \$l in *'; press Ctrl-C to stop') return 0;; esac; done < "\$1"; return 1; }
 counted() { $count; }
 : > "\$CASE/sample.out"
 up_cs; w0=\$up_cs
@@ -680,20 +679,21 @@ $nginx -p "\$CASE" -c $conf -g 'worker_processes $n;' > nginx.out 2>&1 &
 ngx=\$!
 up=
 for i in \$(seq 1 150); do @{[ get_sh("http://127.0.0.1:8080$url", '/dev/null') ]} && up=1 && break; sleep 0.2; done
-master=\$(cat logs/nginx.pid 2>/dev/null)
+master=; { read -r master < logs/nginx.pid; } 2>/dev/null
 if [ -z "\$up" ] || [ -z "\$master" ]; then
 	echo "# nginx did not answer on http://127.0.0.1:8080$url in 150 tries"
 	sed 's/^/# nginx.out: /' nginx.out; tail -n 5 logs/error.log 2>/dev/null | sed 's/^/# error.log: /'
 	kill \$ngx 2>/dev/null; wait
 	exit $NGINX_DOWN
 fi
-for i in \$(seq 1 50); do [ \$(pgrep -P \$master | wc -l) -ge $n ] && break; sleep 0.1; done
-if [ \$(pgrep -P \$master | wc -l) -lt $n ]; then
-	echo "# nginx did not start $n worker(s) in 5 s (\$(pgrep -P \$master | wc -l) running)"
+for i in \$(seq 1 50); do kids \$master; [ \$nkids -ge $n ] && break; sleep 0.1; done
+kids \$master
+if [ \$nkids -lt $n ]; then
+	echo "# nginx did not start $n worker(s) in 5 s (\$nkids running)"
 	kill \$master; wait
 	exit $NGINX_DOWN
 fi
-worker=\$(pgrep -P \$master | head -1)
+worker=\${kids%% *}
 SH
 }
 
@@ -725,8 +725,22 @@ use constant UP_CS => <<'SH';
 up_cs() { read -r up_cs _ < /proc/uptime; up_cs=$((${up_cs%.*} * 100 + 1${up_cs#*.} - 100)); }
 busy_cs() { read -r _ u n s _ _ q sq _ < /proc/stat; busy_cs=$((u + n + s + q + sq)); }
 SH
+# The case scripts wait in loops for a line in a file, for a session's
+# start, for workers, and they ask again every 0.1 s.  Under TCG an exec
+# of grep costs the guest about 90 ms of CPU time, of pgrep about 280
+# (procps and its libraries), so they ask with builtins:
+# - has GLOB FILE: FILE has a line that the case pattern GLOB matches
+#   ('ready' is the line "ready", 'ready*' a line that starts with it);
+# - started FILE: FILE has a sample's start line ("...; press Ctrl-C to
+#   stop");
+# - kids PID: the PIDs of PID's children (those its main thread forked:
+#   nginx's workers) in $kids, their number in $nkids, from
+#   /proc/PID/task/PID/children.
 use constant CASE_PREAMBLE => UP_CS . <<'SH';
 sleep() { busybox sleep "$@"; }
+has() { [ -f "$2" ] && while IFS= read -r __l; do case $__l in $1) return 0;; esac; done < "$2"; return 1; }
+started() { has '*; press Ctrl-C to stop' "$1"; }
+kids() { kids=; { read -r kids < "/proc/$1/task/$1/children"; } 2>/dev/null; set -- $kids; nkids=$#; }
 SH
 sub run {
 	my ($self, %o) = @_;
