@@ -10,8 +10,9 @@
 # the installed runtime's SystemTap configuration tests): a minute or
 # more, so -vm keeps it with the VM tests, out of make check.
 # The patched copy that this test makes in a cache of its own is not
-# built into a module here: it must be the very copy that every VM test
-# builds its modules with (VM::warm_stapconf makes that one, once a run).
+# built into a module here (a script that stops in pass 1 makes stap++
+# patch it): it must be the very copy that every VM test builds its
+# modules with (VM::warm_stapconf makes that one, once a run).
 use strict;
 use warnings;
 use FindBin;
@@ -46,9 +47,11 @@ isnt $st, 0, 'stap++ --no-runtime-fix -p4 fails';
 like $log, qr/task_work_cancel/, '... on task_work_cancel';
 unlike $log, qr/patched SystemTap runtime/, '... and says nothing about a patched runtime';
 
-# stap++: patches a copy, says so with -v, translates with it
-($st, $log) = run_cmd($in_out, "$ROOT/stap++", '-v', '-p3', '-r', $krel, '-m', 'fixed', '-e', $script);
-is $st, 0, 'stap++ -p3 -r KREL translates the script' or diag $log;
+# stap++: patches a copy before stap runs, says so with -v, gives it to
+# stap (whose pass 1 then stops on the broken script: no module built)
+($st, $log) = run_cmd($in_out, "$ROOT/stap++", '-v', '-p4', '-r', $krel, '-m', 'fixed', '-e', $broken);
+like $log, qr/^Pass 1: parse failed/m, 'stap++ -p4 -r KREL runs stap, which stops in pass 1 on a broken script'
+	or diag $log;
 my ($dir) = $log =~ /patching a copy of SystemTap runtime '\Q$installed\E' into '([^']+)' \(fixes for kernel '\Q$krel\E': task_work_cancel_func, user_addr_max, mmap_read_lock\)/;
 ok $dir, 'stap++ -v says it patches the runtime, for which kernel and which fixes' or diag $log;
 $dir //= '';
