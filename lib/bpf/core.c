@@ -2,6 +2,7 @@
 /* bpf/core.c - see bpf/core.h. */
 #include "bpf/core.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "bpf/vm.h"
@@ -87,11 +88,7 @@ static struct ljb_idtext *id_slot(const struct ljb_core *c, uint64_t id)
 
 static size_t text_hash(const char *t)
 {
-	size_t h = 14695981039346656037ULL;
-
-	for (; *t; t++)
-		h = (h ^ (unsigned char)*t) * 1099511628211ULL;
-	return h;
+	return fnv1a_str(FNV1A_INIT, t);
 }
 
 /* The index of text T in c->texts, added if new. */

@@ -3,6 +3,7 @@
 #include "bpf/sample_bt_user.h"
 #include "bpf/cpu_clock.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/strbuf.h"
 #include "base/wrapper.h"
 #include "target/proc.h"
@@ -346,11 +347,7 @@ struct session {
 
 static uint64_t hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h;
+	return fnv1a_str(FNV1A_INIT, s);
 }
 
 static void count_text(struct session *s, char *text)

@@ -2,6 +2,7 @@
 /* driver/cache.c - see driver/cache.h. */
 #include "driver/cache.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/wrapper.h"
 #include "dwarf/dwarf.h"
 
@@ -19,11 +20,7 @@
 
 void cache_hash(uint64_t *h, const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	for (size_t i = 0; i < len; i++) {
-		*h ^= p[i];
-		*h *= 0x100000001b3ULL;
-	}
+	*h = fnv1a(*h, data, len);
 }
 
 int cache_remove_tree(const char *path)

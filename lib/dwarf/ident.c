@@ -4,6 +4,7 @@
  * See dwarf/ident.h.
  */
 #include "dwarf/ident.h"
+#include "base/hash.h"
 #include "base/wrapper.h"
 
 #include <ctype.h>
@@ -15,13 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static unsigned long long fnv(unsigned long long h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
+/* The start of the identities' hashes (FNV-1a, from another basis than
+   FNV1A_INIT): the layout database (layouts/) holds hashes made so. */
+#define IDENT_HASH_INIT 1469598103934665603ULL
 
 /* The file bytes at link-time address A (N of them), or NULL. */
 static const unsigned char *at_addr(struct ident *id, unsigned long long a,
@@ -84,10 +81,10 @@ static void read_symbols(struct ident *id, Elf_Scn *scn, GElf_Shdr *sh)
 		return;
 	}
 	qsort(names, nn, sizeof(*names), cmp_str);
-	unsigned long long h = 1469598103934665603ULL;
+	unsigned long long h = IDENT_HASH_INIT;
 	for (size_t i = 0; i < nn; i++)
 		if (!i || strcmp(names[i], names[i - 1]))
-			h = fnv(fnv(h, names[i], strlen(names[i])), "\n", 1);
+			h = fnv1a(fnv1a(h, names[i], strlen(names[i])), "\n", 1);
 	size_t uniq = 0;
 	for (size_t i = 0; i < nn; i++)
 		uniq += !i || strcmp(names[i], names[i - 1]);
@@ -219,12 +216,12 @@ unsigned long long ident_fn_hash(struct ident *id, struct ident_fn *f)
 	if (f->hash)
 		return f->hash;
 	const unsigned char *c = at_addr(id, f->addr, f->len);
-	unsigned long long h = 1469598103934665603ULL;
+	unsigned long long h = IDENT_HASH_INIT;
 	if (!c)
 		return f->hash = 1;
-	h = fnv(h, &f->len, sizeof(f->len));
+	h = fnv1a(h, &f->len, sizeof(f->len));
 	for (unsigned long long i = 0; i < f->len; i++) {
-		h = fnv(h, &c[i], 1);
+		h = fnv1a(h, &c[i], 1);
 		if (c[i] == 0xe8 || c[i] == 0xe9)	/* call/jmp rel32 */
 			i += 4;
 	}

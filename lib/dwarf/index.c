@@ -4,6 +4,7 @@
  * dwarf/index.h.
  */
 #include "dwarf/index.h"
+#include "base/hash.h"
 #include "base/wrapper.h"
 #include "dwarf/ldb.h"
 #include "dwarf/names.h"
@@ -91,10 +92,7 @@ int dw_set_add(struct dw_set *set, const char *path)
 
 static uint64_t hash_key(enum kind kind, const char *name)
 {
-	uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;	/* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return h;
+	return fnv1a_str(FNV1A_INIT ^ (uint64_t)kind, name);
 }
 
 static struct entry *slot(struct dw_bin *b, enum kind kind, const char *name)

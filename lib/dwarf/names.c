@@ -4,6 +4,7 @@
  */
 #include "dwarf/names.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/wrapper.h"
 
 #include <elfutils/libdwelf.h>
@@ -34,18 +35,10 @@ struct nameset {
 	size_t cap, used;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;	/* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return h;
-}
-
 static char **ns_slot(struct nameset *ns, const char *key)
 {
 	size_t mask = ns->cap - 1;
-	for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask)
+	for (size_t i = fnv1a_str(FNV1A_INIT, key) & mask;; i = (i + 1) & mask)
 		if (!ns->tab[i] || !strcmp(ns->tab[i], key))
 			return &ns->tab[i];
 }
