@@ -133,23 +133,27 @@ util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $(PPROF_SRCS) $(FLAME_COMMON) $(LDLIBS) -lprotobuf-c -lz
 
-# Three jobs: the VM tests in two chains, and the host tests in a third.
-# The two VM chains take turns on the one VM (dev/vm-run's lock), and one
-# chain builds its modules while the other's VM runs (a VM test keeps
-# about 1.4 of the 2 cores busy).  VM_CHAIN_A lists the first chain (by
-# number); every other test with -vm in its name is in the second, but
-# VM_WITH_HOST: t/30 boots its own VMs and t/31 only builds modules, so
-# they go with the host tests, and both chains keep the one VM busy while
-# they run (in a chain, they left the VM to the other chain's build-run
-# turns for 8 minutes: idle a third of the time); t/82 and t/86 end the
-# host chain, which finished 11 minutes before the second one at c62d156
-# (the VM then served that chain alone, idle while it built).  (With
+# Four jobs: the VM tests in three chains, and the host tests in a fourth.
+# The VM chains take turns on the one VM (dev/vm-run's lock), and two
+# chains build their modules while the third one's VM runs (a VM test
+# keeps about 1.4 of the 2 cores busy).  Each test in a chain builds,
+# then runs on the VM: once the guest's scripts stopped spending most of
+# a VM case's time in execs (3683270), two chains left the VM idle 600 s
+# of make test's 1,818 while they built, and each chain took about as
+# long as the whole run.  VM_CHAIN_A and VM_CHAIN_B list the first two
+# chains (by number), of about equal length by make test's times (the
+# tests run in the order of their numbers); every other test with -vm in
+# its name is in the third, but VM_WITH_HOST: t/30 boots its own VMs and
+# t/31 only builds modules, so they go with the host tests, and the
+# chains keep the one VM busy while they run; t/82 and t/86 end the host
+# chain, which would otherwise end long before the others.  (With
 # 'par=**' for the host tests, prove would start the VM chains only once
 # every host test had started.)  PROVE_JOBS=1: one test at a time.
-PROVE_JOBS ?= 3
-VM_CHAIN_A := 18 22 32 33 36 40 43 44 63 64 65 79
+PROVE_JOBS ?= 4
+VM_CHAIN_A := 18 22 32 40 63 79
+VM_CHAIN_B := 41 45 47 48 49 60 65
 VM_WITH_HOST := 30 31 82 86
-VM_CHAIN_B := $(filter-out $(VM_CHAIN_A) $(VM_WITH_HOST),$(foreach t,$(wildcard t/*-vm*.t),$(firstword $(subst -, ,$(notdir $(t))))))
+VM_CHAIN_C := $(filter-out $(VM_CHAIN_A) $(VM_CHAIN_B) $(VM_WITH_HOST),$(foreach t,$(wildcard t/*-vm*.t),$(firstword $(subst -, ,$(notdir $(t))))))
 empty :=
 space := $(empty) $(empty)
 comma := ,
@@ -164,7 +168,8 @@ prove_chain = t/{$(subst $(space),$(comma),$(strip $(1)))}-*.t
 # STAPXX_MODULE_CACHE: a module built with the same command line by two
 # tests is built once a run (t/lib/VM.pm).
 PROVE_RULES = --rules='seq=$(call prove_chain,$(VM_CHAIN_A))' \
-	--rules='seq=$(call prove_chain,$(VM_CHAIN_B))' --rules='seq=**'
+	--rules='seq=$(call prove_chain,$(VM_CHAIN_B))' \
+	--rules='seq=$(call prove_chain,$(VM_CHAIN_C))' --rules='seq=**'
 # (dev/test-repeat asks for them when make does not pass them)
 print-prove-rules:
 	@echo "$(PROVE_RULES)"
