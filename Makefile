@@ -133,27 +133,25 @@ util/pprof: $(PPROF_SRCS) util/profile.pb-c.h $(wildcard util/pprof*.h) $(FLAME_
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $(PPROF_SRCS) $(FLAME_COMMON) $(LDLIBS) -lprotobuf-c -lz
 
-# Four jobs: the VM tests in three chains, and the host tests in a fourth.
-# The VM chains take turns on the one VM (dev/vm-run's lock), and two
-# chains build their modules while the third one's VM runs (a VM test
-# keeps about 1.4 of the 2 cores busy).  Each test in a chain builds,
-# then runs on the VM: once the guest's scripts stopped spending most of
-# a VM case's time in execs (3683270), two chains left the VM idle 600 s
-# of make test's 1,818 while they built, and each chain took about as
-# long as the whole run.  VM_CHAIN_A and VM_CHAIN_B list the first two
-# chains (by number), of about equal length by make test's times (the
-# tests run in the order of their numbers); every other test with -vm in
-# its name is in the third, but VM_WITH_HOST: t/30 boots its own VMs and
-# t/31 only builds modules, so they go with the host tests, and the
-# chains keep the one VM busy while they run; t/82 and t/86 end the host
-# chain, which would otherwise end long before the others.  (With
-# 'par=**' for the host tests, prove would start the VM chains only once
-# every host test had started.)  PROVE_JOBS=1: one test at a time.
+# Four jobs: the tests with -vm in their name in three chains, and the
+# host tests in a fourth.  The VM chains take turns on the one VM
+# (dev/vm-run's lock), and two chains build their modules while the
+# third one's VM runs (a VM test keeps about 1.4 of the 2 cores busy).
+# Each test in a chain builds, then runs on the VM: once the guest's
+# scripts stopped spending most of a VM case's time in execs (3683270),
+# two chains left the VM idle 600 s of make test's 1,818 while they
+# built, and each chain took about as long as the whole run.  The chains
+# are of about equal length by make test's times (the tests of a chain
+# run in the order of their numbers, each chain starts with a test that
+# builds little); t/30 (its own VMs) and t/31 (builds only) are in them
+# too: in the host chain, with t/82 and t/86, they made it end 10
+# minutes after the VM chains.  (With 'par=**' for the host tests, prove
+# would start the VM chains only once every host test had started.)
+# PROVE_JOBS=1: one test at a time.
 PROVE_JOBS ?= 4
-VM_CHAIN_A := 18 22 32 40 63 79
-VM_CHAIN_B := 41 45 47 48 49 60 65
-VM_WITH_HOST := 30 31 82 86
-VM_CHAIN_C := $(filter-out $(VM_CHAIN_A) $(VM_CHAIN_B) $(VM_WITH_HOST),$(foreach t,$(wildcard t/*-vm*.t),$(firstword $(subst -, ,$(notdir $(t))))))
+VM_CHAIN_A := 30 42 43 44 46 48 56 63 64
+VM_CHAIN_B := 22 31 33 36 40 41 45 60 65 82
+VM_CHAIN_C := $(filter-out $(VM_CHAIN_A) $(VM_CHAIN_B),$(foreach t,$(wildcard t/*-vm*.t),$(firstword $(subst -, ,$(notdir $(t))))))
 empty :=
 space := $(empty) $(empty)
 comma := ,
