@@ -261,7 +261,7 @@ SH
 sub ngx_until {
 	my ($url, $n, $conns, $port) = @_;
 	$port //= 8080;
-	return <<"SH";
+	return VM::HAS_SH . <<"SH";
 cat > until.lua <<'EOF'
 local n = 0
 function response()

@@ -736,9 +736,12 @@ SH
 # - kids PID: the PIDs of PID's children (those its main thread forked:
 #   nginx's workers) in $kids, their number in $nkids, from
 #   /proc/PID/task/PID/children.
-use constant CASE_PREAMBLE => UP_CS . <<'SH';
-sleep() { busybox sleep "$@"; }
+# (HAS_SH alone: for shell text that the host runs too, LjWait::ngx_until)
+use constant HAS_SH => <<'SH';
 has() { [ -f "$2" ] && while IFS= read -r __l; do case $__l in $1) return 0;; esac; done < "$2"; return 1; }
+SH
+use constant CASE_PREAMBLE => UP_CS . HAS_SH . <<'SH';
+sleep() { busybox sleep "$@"; }
 started() { has '*; press Ctrl-C to stop' "$1"; }
 kids() { kids=; { read -r kids < "/proc/$1/task/$1/children"; } 2>/dev/null; set -- $kids; nkids=$#; }
 SH
