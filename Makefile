@@ -165,6 +165,8 @@ prove_chain = t/{$(subst $(space),$(comma),$(strip $(1)))}-*.t
 # STAPXX_VM_SERVER=1: the VM tests share one VM, booted once (dev/vm-run).
 # STAPXX_MODULE_CACHE: a module built with the same command line by two
 # tests is built once a run (t/lib/VM.pm).
+# STAPXX_HOST_NICE: the host tests run at nice 5, after the VM tests'
+# builds (t/lib/TestUtil.pm).
 PROVE_RULES = --rules='seq=$(call prove_chain,$(VM_CHAIN_A))' \
 	--rules='seq=$(call prove_chain,$(VM_CHAIN_B))' \
 	--rules='seq=$(call prove_chain,$(VM_CHAIN_C))' --rules='seq=**'
@@ -178,7 +180,7 @@ ifeq ($(REPEAT),)
 	@mkdir -p t/out/.diag && touch t/out/.diag/.start && rm -rf t/out/times.log t/out/.stapconf-warm t/out/.modules \
 		t/out/.diag/retried.txt
 	$(if $(CPU),dev/test-cpu start)
-	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) \
+	STAPXX_VM_SERVER=1 STAPXX_MODULE_CACHE=$(CURDIR)/t/out/.modules STAPXX_HOST_NICE=5 prove -j$(PROVE_JOBS) --timer $(PROVE_RULES) \
 		$(if $(CPU),--exec 'dev/test-cpu exec') $(PROVE_FLAGS) t/ || \
 		{ dev/vm-run --stop-server; dev/test-times | head -n 12; $(if $(CPU),dev/test-cpu report;) dev/test-digest; exit 1; }
 	dev/vm-run --stop-server

@@ -55,6 +55,16 @@ if ($0 =~ m{(?:^|/)([\w.-]+)\.t$}) {
 	}
 }
 
+# make test runs the host tests beside the chains of VM tests, whose module
+# builds the one VM waits for.  With $STAPXX_HOST_NICE (make test sets it)
+# a host test and all it starts run at that nice level: the builds get the
+# CPU first, and the host tests take what the VM tests leave, most of it
+# at the end of the run, while the last VM tests wait for the VM.  Their
+# assertions hold under any load; only their wall time changes.
+if (my $nice = delete $ENV{STAPXX_HOST_NICE}) {
+	POSIX::nice($nice) if $0 =~ /\.t$/ && $0 !~ /-vm[\w.-]*\.t$/;
+}
+
 # A fresh, empty t/out/NAME/ (absolute path).
 sub scratch {
 	my ($name) = @_;
