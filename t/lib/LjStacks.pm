@@ -556,7 +556,10 @@ sub check_limit {
 	# 3 * (2/3)^n, 1e-10 at n = LIMIT_SEEN.  A short session (make test's
 	# top-ups take a dozen samples) may print one.
 	my @full = grep { $lua[$_] >= $LIMIT_SEEN } 0 .. $#s;
-	my @bad = grep { $printed[$_] > 2 || ($lua[$_] >= $LIMIT_SEEN ? $printed[$_] != 2 : $lua[$_] && !$printed[$_]) } 0 .. $#s;
+	my @bad = grep {
+		my ($n, $l) = ($printed[$_], $lua[$_]);
+		$n > 2 || ($l >= $LIMIT_SEEN && $n != 2) || ($l && !$n)
+	} 0 .. $#s;
 	Test::More::ok(@full && !@bad, "$name limit=2: at most 2 stacks printed, 2 by each of the " . scalar(@full)
 		. " sessions of $LIMIT_SEEN or more samples with a Lua stack ("
 		. join(', ', map { "$printed[$_] of $lua[$_]" } 0 .. $#s) . ')')
