@@ -10,7 +10,7 @@
 # within 3 points; by latency (the default) it is the app's own time in
 # its read(2) calls within the tolerance of its calls (wait.lua's
 # fio_sys: read2() and read1() read through the FFI, with the JIT off,
-# as in t/77), and read2 waits longer.  The
+# as in t/77), in the order of the app's clock.  The
 # files' names as leaves with files=1.  Bad input: a weight that is
 # neither us nor bytes.  A limit of one distinct stack (ljw_maxstacks=1, the
 # run-time value under --arg maxstacks): one stack printed, the bytes of
@@ -144,7 +144,16 @@ for my $k (['us', 'us'], ['bytes', 'bytes'], ['stripped', 'bytes']) {
 		# share and not the tool's (t/77 failed so under load)
 		my $truth = LjWait::app_share($acct, 'us', 'read2', 'read1');
 		share_ok('us: read2 (latency)', $r2, $truth, $p->{wait}{waits}, claim => $US_CLAIM);
-		ok $r2 > $r1, sprintf('us: read2 waits longer than read1 (%.1f%% vs %.1f%%)', $r2, $r1);
+		# read2 reads twice read1's bytes in one call more, but the
+		# order of their waits is the app's clock's: a loaded host can
+		# bring it near even (the app timed read2 at 50.9% in one make
+		# test, its vCPU's stalls outweighing the bytes, and the tool
+		# said 50.0%).  When the app's split is farther from even than
+		# the claim, the tool's is on the same side.
+		my $even = abs($truth - 50) <= $US_CLAIM;
+		ok $even || ($r2 > $r1) == ($truth > 50),
+			sprintf("us: read2 and read1 in the order of the app's clock (%.1f%% vs %.1f%%; the app: read2 %.1f%%%s)",
+				$r2, $r1, $truth, $even ? ", within $US_CLAIM points of even: no order to keep" : '');
 	}
 }
 if (my $case = $c->{badweight}) {
