@@ -519,7 +519,7 @@ int dw_table_u16(struct dw_set *set, const char *name, const char *module,
 		struct dw_bin *b = set->bins[i];
 		if (module && b != set_get(set, module))
 			continue;
-		bin_open(b);
+		bin_open_elf(b);	/* (symbols: no DWARF needed) */
 		if (b->state == B_UNUSABLE || !elf_table_u16(b, name, vals, n))
 			continue;
 		struct buf v = { 0 };

@@ -55,12 +55,11 @@ static void unusable(struct dw_bin *b, char *why)
 	b->why = why;
 }
 
-/* Open and index B once; afterwards b->state says what we got. */
-void bin_open(struct dw_bin *b)
+/* The ELF part of bin_open(): b->dwfl and b->mod, or B_UNUSABLE. */
+void bin_open_elf(struct dw_bin *b)
 {
-	if (b->state != B_NEW)
+	if (b->state != B_NEW || b->mod)
 		return;
-	double t0 = now_ms();
 	int fd = open(b->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		unusable(b, xasprintf("cannot open '%s': %s", b->path,
@@ -89,6 +88,17 @@ void bin_open(struct dw_bin *b)
 				      dwfl_errmsg(-1)));
 		return;
 	}
+}
+
+/* Open and index B once; afterwards b->state says what we got. */
+void bin_open(struct dw_bin *b)
+{
+	if (b->state != B_NEW)
+		return;
+	double t0 = now_ms();
+	bin_open_elf(b);
+	if (b->state != B_NEW)
+		return;
 	Dwarf_Addr bias;
 	b->dw = dwfl_module_getdwarf(b->mod, &bias);
 	if (!b->dw) {

@@ -13,6 +13,12 @@
  * (B_UNUSABLE with b->why set, B_NODEBUG, or B_READY).  No message. */
 void bin_open(struct dw_bin *b);
 
+/* Open B's ELF file only (b->dwfl, b->mod: its symbols), for a question
+ * that needs no DWARF; B_UNUSABLE with b->why set when it cannot be
+ * read.  Loading DWARF costs more: a separate debug file may have to be
+ * decompressed (libc6-dbg's are), for each run.  No message. */
+void bin_open_elf(struct dw_bin *b);
+
 /* Open B for a query naming it explicitly: 0 if it has usable DWARF,
  * else -1 after error() (and the debug-info hints). */
 int bin_require(struct dw_bin *b);
