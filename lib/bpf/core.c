@@ -595,7 +595,7 @@ double ljb_uprobe_cost(struct bpf_program *prog)
 	unsigned long off;
 	struct bpf_link *l;
 	double with, without;
-	const int n = 2000;
+	const int n = 500;
 
 	if (map_offset(0, (uintptr_t)probed, path, sizeof(path), &off) < 0)
 		return -1;

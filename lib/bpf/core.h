@@ -231,9 +231,10 @@ struct bpf_link *ljb_core_uprobe_at(struct ljb_core *c, struct bpf_program *prog
 /*
  * ljb_uprobe_cost - what a uprobe of PROG costs a call on this host (ns):
  * a function of stap++ itself called with PROG attached and without, the
- * fastest of 5 runs of 2,000 calls each way (the program returns at
- * once, this process being no target): the trap, and the program's
- * entry.  -1 when it cannot be attached.
+ * fastest of 5 runs of 500 calls each way (the program returns at once,
+ * this process being no target): the trap, and the program's entry.
+ * 2,500 traps, a few ms each run at the 5-20 us a trap costs under
+ * virtualization.  -1 when it cannot be attached.
  */
 double ljb_uprobe_cost(struct bpf_program *prog);
 
