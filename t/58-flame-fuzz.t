@@ -5,7 +5,7 @@
 # + ASan + UBSan) for a bounded time, from the seed corpus
 # fuzz/flame-corpus: it must finish without a crash, leak, hang or exit,
 # and every input the readers accept must read back from fold's output.
-# STAPXX_FUZZ_SECONDS (default 20) sets the budget; `make fuzz` runs it by
+# STAPXX_FUZZ_SECONDS (default 10) sets the budget; `make fuzz` runs it by
 # hand (FUZZ_SECONDS=...).
 use strict;
 use warnings;
