@@ -126,12 +126,13 @@ for my $b (qw(gc64 nogc64)) {
 # hz=99
 {
 	my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
-	# (options that drop samples print few: 2 s of CPU time, 2,000 taken)
-	my ($p) = sample('nojit=1', [$lj, $run, 3600, 'jit', 'plain', $NJIT], cpu => 2, 'nojit=1');
+	# (options that drop samples print few: 0.5 s of CPU time at $HZ a
+	# second, 2,000 taken)
+	my ($p) = sample('nojit=1', [$lj, $run, 3600, 'jit', 'plain', $NJIT], cpu => 0.5, 'nojit=1', "hz=$HZ");
 	LjStacks::check_dropping('nojit=1', $p, 'JIT', 'trace frames', sub { grep { /^trace#/ } @_ });
 	($p) = sample('limit=2', [$lj, $run, 3600, 'jit', 'plain', $NJIT], $SAMPLES_OTHER, 'lines=1', 'fullpath=1', 'limit=2');
 	LjStacks::check_limit('options', $p);
-	($p) = sample('nointerp=1', [$lj, $run, 3600, 'nojit', 'plain', $N], cpu => 2, 'nointerp=1');
+	($p) = sample('nointerp=1', [$lj, $run, 3600, 'nojit', 'plain', $N], cpu => 0.5, 'nointerp=1', "hz=$HZ");
 	LjStacks::check_dropping('nointerp=1', $p, 'interpreter', 'interpreter leaves', sub { $_[0] =~ /^C:lj_BC_/ });
 	($p, my $used) = sample('hz=99', [$lj, $run, 3600, 'jit', 'plain', $NJIT], cpu => 3, 'hz=99');
 	my $n = ($p->{stats} // {})->{samples} // 0;
