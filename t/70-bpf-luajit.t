@@ -61,6 +61,7 @@ sub sample {
 	waitpid($pid, 0);
 	is $st, 0, "$name: status 0" or diag $err;
 	note sprintf('%s: %d samples in %.1f s of CPU time (%.1f s wall)', $name, ($p->{stats} // {})->{samples} // 0, $used, $wall);
+	note $_ for LjStacks::session_lines($name, $p);
 	return ($p, $used);
 }
 

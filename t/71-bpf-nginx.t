@@ -44,6 +44,7 @@ sub sample {
 	# cgroup header is for processes in a container, t/80)
 	ok !grep({ /^# stap\+\+/ } @{ $p->{warnings} // [] }), "$name: no header line above the stacks of a process of the host";
 	note sprintf('%s: %d samples in %.1f s of CPU time (%.1f s wall)', $name, ($p->{stats} // {})->{samples} // 0, $used, $wall);
+	note $_ for LjStacks::session_lines($name, $p);
 	return $p;
 }
 

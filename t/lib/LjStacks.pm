@@ -652,6 +652,22 @@ sub check_stopped {
 		. join(', ', map { ($_->{stats}{lua} // '?') . ' of ' . ($_->{asked} // '?') } @s) . ')');
 }
 
+# What each session of P took and set aside, one line each, for a note:
+# the samples asked for and taken, those with a Lua stack, and those not
+# counted in a share (not running Lua, before the VM was found, skipped,
+# dropped, inconsistent).  A share that misses its claim in a run of two
+# sessions or more then shows which session fell short, and why.
+sub session_lines {
+	my ($name, $p) = @_;
+	my @s = @{ $p->{sessions} // [] };
+	return map {
+		my $st = $s[$_]{stats} // {};
+		sprintf('%s: session %d: %s asked, %s taken, %s with a Lua stack; %s not running Lua, '
+			. '%s before the VM was found, %s skipped, %s dropped, %s inconsistent',
+			$name, $_ + 1, map { $_ // '?' } $s[$_]{asked}, @$st{qw(samples lua nolua novm skipped dropped broken)})
+	} 0 .. $#s;
+}
+
 # The first N stacks of P as text, with its warnings; with CODE, only the
 # stacks whose frames CODE->(FRAMES...) is true for.
 sub dump_stacks {
