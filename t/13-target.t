@@ -199,6 +199,28 @@ for my $c (
 	golden('target-deleted', \@args, $rc, $o, $e, { $vp => '@PID@' });
 }
 
+# --exec: the libraries come from the system's loader in ldd's trace
+# mode, never from a loader the file names itself (stap++ runs as root,
+# and PT_INTERP can name any program): a binary whose PT_INTERP is a
+# static program that leaves a mark (a script would not do: the system's
+# loader, tracing, stops its shell before it runs) still gets its
+# libraries (from ldd), and that program never runs.
+{
+	my $mark = "$out/interp-ran";
+	my $fake = "$out/fake-ld.so";
+	spit("$out/fake-ld.c", "#include <fcntl.h>\nint main(void) { return open(\"$mark\", O_CREAT | O_WRONLY, 0644) < 0; }\n");
+	spit("$out/interp.c", "int main(void) { return 0; }\n");
+	my ($rc, $o, $e) = run_cmd('cc', '-static', '-o', $fake, "$out/fake-ld.c");
+	is($rc, 0, 'a static program that leaves a mark builds') or diag($e);
+	($rc, $o, $e) = run_cmd('cc', '-o', "$out/interp", "$out/interp.c", "-Wl,--dynamic-linker=$fake");
+	is($rc, 0, 'a binary whose PT_INTERP is that program builds') or diag($e);
+	unlink($mark);
+	($rc, $o, $e) = stapxx('-e', 'probe begin { println("$^libc_path") }', '--exec', "$out/interp", '--dump-src');
+	is($rc, 0, '--exec of it: expands') or diag($e);
+	like($o, qr{^probe begin \{ println\("/\S*/libc\.so\.6"\) \}$}m, '... with its libraries (libc), from ldd') or diag($o);
+	ok(!-e $mark, '... and its PT_INTERP never ran');
+}
+
 # Not root, own process: inspecting works, running the probes does not.
 {
 	my $sleeper = fork() // die;

@@ -299,17 +299,35 @@ static char *elf_interp(const char *path)
 	return interp;
 }
 
+/* Whether the loader INTERP (a PT_INTERP) is the one this host runs its
+ * programs with, stap++'s own: only that one is run on a target.  ldd
+ * too runs only the system's loaders, never one that the file names (a
+ * binary could name any program, and stap++ runs as root). */
+static int trusted_loader(const char *interp)
+{
+	static char *self;	/* realpath of our PT_INTERP; "" if none */
+	char real[PATH_MAX];
+
+	if (!self) {
+		char *mine = elf_interp("/proc/self/exe");
+		self = xstrdup(mine && realpath(mine, real) ? real : "");
+		free(mine);
+	}
+	return *self && realpath(interp, real) && strcmp(real, self) == 0;
+}
+
 /* What ldd prints for EXE, into OUT: its status, or -1 with errno.  ldd
- * is a shell script that runs the loader three times; the loader named by
- * EXE's PT_INTERP, run once in ldd's trace mode (LD_TRACE_LOADED_OBJECTS),
- * prints the same list at a fifth of the cost (stap++ asks once a run,
- * the tests hundreds of times).  ldd itself when EXE names no loader (a
- * shared library, a static executable) or the loader cannot run. */
+ * is a shell script that runs the loader three times; the system's loader,
+ * when EXE's PT_INTERP names it, run once in ldd's trace mode
+ * (LD_TRACE_LOADED_OBJECTS), prints the same list: 6 ms against ldd's
+ * 37 (stap++ asks once a run, the tests hundreds of times).  ldd itself
+ * when EXE names no loader or another (a shared library, a static
+ * executable, another ABI) or the loader fails. */
 static int ldd_output(const char *exe, struct buf *out)
 {
 	char *interp = elf_interp(exe);
 
-	if (interp && access(interp, X_OK) == 0) {
+	if (interp && trusted_loader(interp)) {
 		size_t n = 0;
 		while (environ[n])
 			n++;
