@@ -63,7 +63,9 @@ int proc_libs(pid_t pid, const char *exe, struct strv *out);
 int proc_children(pid_t pid, pid_t **out, size_t *n);
 
 /* Shared libraries executable EXE loads, in load order (ldd's, which
- * follows the dynamic section's DT_NEEDED, RPATH/RUNPATH and ld.so.cache);
+ * follows the dynamic section's DT_NEEDED, RPATH/RUNPATH and ld.so.cache:
+ * the system's loader in ldd's trace mode when EXE's PT_INTERP names it,
+ * else ldd itself; no other loader is ever run);
  * real paths appended to OUT.  A library ldd cannot find is a warning and
  * its name goes to MISSING.  A statically linked executable has none. */
 int exec_libs(const char *exe, struct strv *out, struct strv *missing);
