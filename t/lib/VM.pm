@@ -741,11 +741,11 @@ has() { [ -f "$2" ] && while IFS= read -r __l; do case $__l in $1) return 0;; es
 SH
 # The case scripts run in busybox's sh (static: an exec of it costs the
 # guest about 35 ms, dash's about 90), whose read takes a timeout in
-# fractions of a second: their
-# sleep is a read that times out on a FIFO that nobody writes, without a
-# fork.  Busybox's sleep cost the guest 21 ms of CPU time a call (40
-# calls of 0.1 s: 0.85 s busy, against 0.06 s so), and the poll loops
-# call it 4 to 10 times a second for as long as a case runs.
+# fractions of a second: their sleep is a read that times out on a FIFO
+# that nobody writes, without a fork.  Busybox's sleep cost the guest
+# 21 ms of CPU time a call (40 calls of 0.1 s: 0.85 s busy, against
+# 0.06 s so), and the poll loops call it 4 to 10 times a second for as
+# long as a case runs.
 use constant CASE_PREAMBLE => UP_CS . HAS_SH . <<'SH';
 __nap=/tmp/.nap.$$; [ -p "$__nap" ] || mkfifo "$__nap"
 sleep() { read -t "$1" __x <> "$__nap"; return 0; }
