@@ -108,6 +108,7 @@ lib/bpf/lj_yield_user.o: lib/bpf/lj_yield.skel.h
 lib/bpf/lj_alloc_user.o: lib/bpf/lj_alloc.skel.h
 lib/bpf/lj_exectime_user.o: lib/bpf/lj_exectime.skel.h
 lib/bpf/sample_bt_user.o: lib/bpf/sample_bt.skel.h
+lib/bpf/lj_gcwalk_user.o: lib/bpf/lj_gcwalk.skel.h
 
 # Headers: each object's .d file (-MMD) lists those it includes.
 lib/%.o: lib/%.c Makefile $(FLAGS_STAMP)
@@ -203,7 +204,7 @@ HOST_TESTS = $(strip $(foreach t,$(sort $(wildcard t/*.t)),$(if $(findstring -vm
 # and a long test started last would end the run alone.  On this 2-core
 # host, longest first: 4 at a time 180 s, 5 178 s, 6 176 s (about 310 s
 # of CPU time each).
-CHECK_FIRST = $(addprefix t/,70-bpf-luajit.t 85-bpf-jit-frames.t 71-bpf-nginx.t \
+CHECK_FIRST = $(addprefix t/,70-bpf-luajit.t 85-bpf-jit-frames.t 71-bpf-nginx.t 91-bpf-lj-gc-objs.t \
 	78-bpf-lj-lua-alloc.t 74-bpf-lj-lua-off-cpu.t 80-bpf-containers.t 75-bpf-states.t \
 	84-resty-memory.t 76-bpf-trace-exits.t 78-bpf-ngx-lua-yield.t 88-bpf-ngx-lua-exec-time.t \
 	24-layouts.t 15-stap.t 89-bpf-sample-bt.t 73-bpf-ngx-coroutines.t 23-debuginfod.t \

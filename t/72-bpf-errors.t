@@ -57,10 +57,10 @@ my $lj = "$ROOT/build/luajit-gc64/bin/luajit";
 
 # a script without a native implementation
 {
-	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-gc-objs.sxx", '-x', $$);
+	my ($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=bpf', "$ROOT/samples/lj-gco-ref.sxx", '-x', $$);
 	is $st, 1, 'no native implementation: exit 1';
-	like $err, qr/^stap\+\+: error: '\S*lj-gc-objs\.sxx' has no native eBPF implementation/m, 'and says so';
-	for my $s (qw(lj-lua-stacks lj-lua-bt lj-vm-states lj-lua-off-cpu lj-lua-fio ngx-lua-yield lj-lua-alloc)) {
+	like $err, qr/^stap\+\+: error: '\S*lj-gco-ref\.sxx' has no native eBPF implementation/m, 'and says so';
+	for my $s (qw(lj-lua-stacks lj-lua-bt lj-vm-states lj-lua-off-cpu lj-lua-fio ngx-lua-yield lj-lua-alloc lj-gc-objs)) {
 		like $err, qr/^hint: samples with one: samples\/\Q$s\E\.sxx$/m, "and lists the samples with one ($s)";
 	}
 	($st, $out, $err) = run_cmd("$ROOT/stap++", '--runtime=dyninst', "$ROOT/samples/lj-lua-stacks.sxx", '-x', $$);

@@ -20,6 +20,41 @@
    child[2], parent, index */
 #define FREE_FIELDS 64ULL
 
+static uint64_t rd64(pid_t pid, uint64_t a, int *bad)
+{
+	uint64_t v = 0;
+
+	if (ljb_read(pid, a, &v, sizeof(v)) < 0)
+		*bad = 1;
+	return v;
+}
+
+int ljb_alloc_segments(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st,
+		       uint64_t g, struct ljb_range *segs, int max)
+{
+	uint64_t fn, h, s;
+	const struct ljb_file *fa, *fv;
+	int bad = 0, k;
+
+	fn = rd64(pid, g + ly->G_allocf, &bad);
+	h = rd64(pid, g + ly->gg_g2disp, &bad);
+	if (bad)
+		return -2;
+	fa = ljb_symtab_file(st, fn);
+	fv = ljb_symtab_file(st, h);
+	if (!fa || !fv || strcmp(fa->path, fv->path) != 0)
+		return -1;
+	s = rd64(pid, g + ly->G_allocd, &bad) + ly->ms_seg;
+	for (k = 0; s && !bad && k < max; k++) {
+		uint64_t base = rd64(pid, s + ly->seg_base, &bad), size = rd64(pid, s + ly->seg_size, &bad);
+		if (bad || size == 0 || size > (1ULL << 40) || base % PAGE)
+			break;
+		segs[k] = (struct ljb_range){ base, base + size };
+		s = rd64(pid, s + ly->seg_next, &bad);
+	}
+	return bad && k == 0 ? -2 : k;
+}
+
 /* A window of the target's memory: [lo, lo + n). */
 struct win {
 	pid_t pid;

@@ -20,6 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf/layout.h"
+#include "bpf/symtab.h"
+
 struct ljb_range {
 	uint64_t lo, hi;
 };
@@ -32,6 +35,18 @@ struct ljb_chunks {
 					   (past their links): malloc'd */
 	size_t npages;
 };
+
+/*
+ * ljb_alloc_segments - the segments of LuaJIT's own allocator in process
+ * PID whose VM is G (its layouts LY, its symbols ST): g->allocd's list of
+ * segments (struct malloc_state's seg), at most MAX of them into SEGS.
+ * Returns their number; -1 when the VM does not allocate with LuaJIT's
+ * allocator (g->allocf is not in the file of the interpreter, whose first
+ * handler the dispatch table names: an allocator given to lua_newstate,
+ * which has no segments to read); -2 when its memory cannot be read.
+ */
+int ljb_alloc_segments(pid_t pid, const struct ljb_layout *ly, const struct ljb_symtab *st,
+		       uint64_t g, struct ljb_range *segs, int max);
 
 /*
  * ljb_alloc_chunks - walks the chunks of the N segments SEGS of process

@@ -628,10 +628,10 @@ int ljb_core_loop(struct ljb_core *c, long time, const char *verb, const char *m
 		return error("cannot set up the ring buffer: %s", strerror(errno));
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (time > 0)
+	if (verb && time > 0)
 		fprintf(stderr, "WARNING: %s: %s for %ld s%s; press Ctrl-C to stop\n",
 			c->t.name, verb, time, more);
-	else
+	else if (verb)
 		fprintf(stderr, "WARNING: %s: %s until Ctrl-C%s; press Ctrl-C to stop\n",
 			c->t.name, verb, more);
 	t0 = ljb_now();

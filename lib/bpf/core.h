@@ -46,6 +46,9 @@ struct ljb_opts {
 	long stacks;		/* resty-memory: the parts as stacks (bytes) */
 	long handler;		/* ngx-lua-exec-time: 0 all, 1 content, 2 rewrite,
 				   3 access */
+	long objs, gap, top, workers, wait;	/* lj-gc-objs: objects a slice, ms
+						   between slices, biggest listed,
+						   processes, s to wait for one */
 	long kernel, user;	/* sample-bt: kernel frames, user frames */
 	const char *diff;	/* resty-memory: an earlier run's output, or NULL */
 };
@@ -245,7 +248,7 @@ const char *ljb_uprobe_cost_text(char *b, size_t size, double ns);
 /*
  * ljb_core_loop - runs the session: prints "NAME: VERB for N sMORE; press
  * Ctrl-C to stop" (or "until Ctrl-C"; MORE: "" or e.g. ", weighted by
- * bytes"), then names new stacks from the ring
+ * bytes"; nothing when VERB is NULL), then names new stacks from the ring
  * buffer and follows the target's processes every 50 ms, until TIME
  * seconds (0: none), Ctrl-C, c->stop, or the target's end (returns 1
  * then, else 0; -1 after error()).  *ELAPSED: the seconds it ran.  The

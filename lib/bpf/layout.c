@@ -300,6 +300,72 @@ int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly)
 	return 0;
 }
 
+/* A field of struct ljb_gcl: the offset or size it holds, and for a
+ * field the walk reads from an object's window, its width (else 0). */
+struct gcoff { const char *type, *member; __u32 *out; int width; };
+
+int ljb_gc_layout_load(struct dw_set *dw, struct ljb_gcl *l)
+{
+	long long v, attrib, hassize, gcsize;
+
+	memset(l, 0, sizeof(*l));
+	const struct gcoff o[] = {
+		{ "GCRef", NULL, &l->gcref, 0 }, { "TValue", NULL, &l->tv, 0 },
+		{ "GChead", "nextgc", &l->h_next, 8 }, { "GChead", "marked", &l->h_marked, 1 },
+		{ "GChead", "gct", &l->h_gct, 1 },
+		{ "global_State", "gc.root", &l->G_root, 0 },
+		{ "global_State", "gc.total", &l->G_total, 0 },
+		{ "global_State", "gc.state", &l->G_state, 0 },
+		{ "global_State", "gc.currentwhite", &l->G_white, 0 },
+		{ "global_State", "str.mask", &l->G_strmask, 0 },
+		{ "global_State", "str.tab", &l->G_strtab, 0 },
+		{ "global_State", "mainthref", &l->G_mainthref, 0 },
+		{ "GCstr", "len", &l->str_len, 4 }, { "GCstr", NULL, &l->str_size, 0 },
+		{ "GCtab", "colo", &l->tab_colo, 1 }, { "GCtab", "asize", &l->tab_asize, 4 },
+		{ "GCtab", "hmask", &l->tab_hmask, 4 }, { "GCtab", NULL, &l->tab_size, 0 },
+		{ "Node", NULL, &l->node_size, 0 },
+		{ "GCfuncC", "nupvalues", &l->fn_nupvalues, 1 }, { "GCfuncC", "ffid", &l->fn_ffid, 1 },
+		{ "GCfuncC", NULL, &l->fnc_size, 0 }, { "GCfuncL", NULL, &l->fnl_size, 0 },
+		{ "GCupval", NULL, &l->uv_size, 0 }, { "GCproto", "sizept", &l->pt_sizept, 4 },
+		{ "lua_State", "stacksize", &l->L_stacksize, 4 }, { "lua_State", NULL, &l->L_size, 0 },
+		{ "GCudata", "len", &l->ud_len, 4 }, { "GCudata", NULL, &l->ud_size, 0 },
+		{ "GCtrace", "nins", &l->tr_nins, 4 }, { "GCtrace", "nk", &l->tr_nk, 4 },
+		{ "GCtrace", "nsnap", &l->tr_nsnap, 2 }, { "GCtrace", "nsnapmap", &l->tr_nsnapmap, 4 },
+		{ "GCtrace", NULL, &l->tr_size, 0 }, { "IRIns", NULL, &l->ir_size, 0 },
+		{ "SnapShot", NULL, &l->snap_size, 0 }, { "SnapEntry", NULL, &l->snapent_size, 0 },
+		{ "GG_State", NULL, &l->gg_size, 0 },
+	};
+	const struct gcoff c[] = {
+		{ "global_State", "ctype_state", &l->G_ctstate, 0 },
+		{ "GCcdata", "ctypeid", &l->cd_ctypeid, 2 }, { "GCcdata", NULL, &l->cd_size, 0 },
+		{ "GCcdataVar", "len", &l->cdv_len, 0 }, { "GCcdataVar", "extra", &l->cdv_extra, 0 },
+		{ "GCcdataVar", NULL, &l->cdv_size, 0 }, { "CTState", "tab", &l->cts_tab, 0 },
+		{ "CType", "info", &l->ct_info, 0 }, { "CType", "size", &l->ct_size, 0 },
+		{ "CType", NULL, &l->ct_sizeof, 0 },
+	};
+	if (dw_sizeof(dw, "GCSize", NULL, &gcsize) < 0)
+		return -1;
+	for (size_t k = 0; k < N(o) + N(c); k++) {
+		const struct gcoff *f = k < N(o) ? &o[k] : &c[k - N(o)];
+		int rc = f->member ? dw_offsetof(dw, f->type, f->member, NULL, &v)
+				   : dw_sizeof(dw, f->type, NULL, &v);
+		if (rc < 0)
+			return -1;
+		if (v < 0 || (f->width && v + f->width > LJB_GC_WIN))
+			return error("unexpected layout of LuaJIT's %s: %s at %lld, past the "
+				     "first %d bytes of an object that the eBPF walk reads",
+				     f->type, f->member ? f->member : "its size", v, LJB_GC_WIN);
+		*f->out = (__u32)v;
+	}
+	if (dw_enum(dw, "CT_ATTRIB", NULL, &attrib) < 0 ||
+	    dw_enum(dw, "CT_HASSIZE", NULL, &hassize) < 0)
+		return -1;
+	l->ct_attrib = attrib;
+	l->ct_hassize = hassize;
+	l->G_total8 = gcsize == 8;
+	return 0;
+}
+
 void ljb_layout_dump(const struct ljb_layout *ly)
 {
 	const unsigned char *p = (const unsigned char *)ly;

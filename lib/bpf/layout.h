@@ -61,6 +61,15 @@ struct ljb_layout {
 int ljb_layout_load(struct dw_set *dw, const char *exec, struct ljb_layout *ly);
 
 /*
+ * ljb_gc_layout_load - fill *L, the layouts of lj-gc-objs's heap walk
+ * (lj_gcwalk.bpf.c), from DW, the FFI's cdata and C types included (as
+ * the tapset, it needs a LuaJIT built with its FFI).  Returns 0, or -1
+ * after error() (also when a field the walk reads from an object lies
+ * past the window it reads, LJB_GC_WIN bytes).
+ */
+int ljb_gc_layout_load(struct dw_set *dw, struct ljb_gcl *l);
+
+/*
  * ljb_layout_dump - print every value of *LY, one "name = value" line
  * each, to standard output: what STAPXX_BPF_LAYOUT_DUMP=1 prints instead
  * of sampling (tests compare debug and stripped builds with it).

@@ -314,4 +314,80 @@ struct ljb_btev {
 	__u8 stack[LJB_BT_STACK];
 };
 
+/* lj-gc-objs (lj_gcwalk.bpf.c): a census of a LuaJIT heap, walked in
+ * slices at a walk point where the heap is consistent (the rules of
+ * samples/lj-gc-objs.sxx and tapset/luajit_gc.sxx).  The layouts it
+ * reads (read-only gcl): offsets and sizes in bytes, from the target's
+ * DWARF or the layout database.  An object's fields are read in one
+ * window of LJB_GC_WIN bytes from its start (user space checks that
+ * every field lies in it). */
+#define LJB_GC_WIN 128
+struct ljb_gcl {
+	__u32 gcref, tv;		/* sizeof(GCRef), sizeof(TValue) */
+	__u32 h_next, h_marked, h_gct;	/* GChead */
+	__u32 G_root, G_total, G_total8, G_state, G_white, G_strmask, G_strtab,
+	      G_mainthref, G_ctstate;	/* global_State (G_total8: GCSize is 64 bits) */
+	__u32 str_len, str_size;
+	__u32 tab_colo, tab_asize, tab_hmask, tab_size, node_size;
+	__u32 fn_nupvalues, fn_ffid, fnc_size, fnl_size;
+	__u32 uv_size, pt_sizept, L_stacksize, L_size, ud_len, ud_size;
+	__u32 cd_ctypeid, cd_size, cdv_len, cdv_extra, cdv_size;
+	__u32 cts_tab, ct_info, ct_size, ct_sizeof, ct_attrib, ct_hassize;
+	__u32 tr_nins, tr_nk, tr_nsnap, tr_nsnapmap, tr_size, ir_size, snap_size, snapent_size;
+	__u32 gg_size;			/* GG_State: the VM's own state (user space) */
+};
+
+/* The census's slots by type: the GC type tag (4 string ... 12
+ * userdata, lj_obj.h's ~LJ_Txxx), and a C function (a function with an
+ * ffid) apart from the Lua ones. */
+#define LJB_GC_NT 16
+#define LJB_GC_CFUNC 13
+
+/* What ends a walk early (faults by reason). */
+enum {
+	LJB_GW_F_ROOT,		/* not a GC object in the root list */
+	LJB_GW_F_STR,		/* not a string in the string table */
+	LJB_GW_F_RESTARTS,	/* restarted too often */
+	LJB_GW_F_UNREAD,	/* an object unreadable for 5 s */
+	LJB_GW_F_MAX
+};
+
+/* The walk under way (the program's global gw, which user space reads
+ * and resets between walks).  One process at a time: the first target
+ * process at the walk point while pid is 0 takes it; user space prints
+ * its census when phase is 3, then frees the walk for the next one. */
+struct ljb_gcwalk {
+	__u64 pid;		/* the process walked, 0: none yet */
+	__u64 busy;		/* a slice runs now (64 bits: the atomics) */
+	__u32 phase;		/* 0 not started, 1 root list, 2 string table, 3 over */
+	__u32 cut;		/* it ended early (a fault) */
+	__u32 curgct, slot, slots, swept, lastst, lastwhite, gen, pad;
+	__u64 g, cur, mainL, strtab_at, cts_tab;
+	__u64 cnt[LJB_GC_NT], bytes[LJB_GC_NT];
+	__u64 tparts[3];	/* table headers, array parts, hash parts */
+	__u64 objs, walked, total0, total, strtab;
+	__u64 first, last;	/* bpf_ktime_get_ns(): the walk's first slice, the
+				   end of its last one */
+	__u64 stall, stalls, slices, restarts, skipped, novm;
+	__u64 retries, fail_t0, wait;	/* reads done again later: their number,
+					   since when they fail, the longest wait */
+	__u64 faults[LJB_GW_F_MAX];
+	__u64 bad_at;		/* the address an unreadable read was at */
+	__u64 big_min[2];	/* user space: the least bytes of a table, a
+				   string, that it still wants to see */
+	__u64 lost;		/* big objects the ring buffer had no room for */
+};
+
+/* A big table or string (ring buffer bigs), of walk number gen. */
+#define LJB_GC_PREVIEW 40
+struct ljb_gcbig {
+	__u64 o, size;
+	__u32 kind;		/* 0 table, 1 string */
+	__u32 gen;
+	__u32 asize, hslots;	/* a table's array and hash slots */
+	__u32 len;		/* a string's length */
+	__u32 pad;
+	char s[LJB_GC_PREVIEW];	/* a string's first bytes */
+};
+
 #endif

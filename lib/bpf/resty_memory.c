@@ -142,7 +142,7 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 {
 	struct ljb_layout ly;
 	struct ljb_symtab *st = m->st;
-	uint64_t g, s;
+	uint64_t g;
 	int bad = 0, k, has = 0;
 
 	/* (a process without LuaJIT has a breakdown too) */
@@ -154,14 +154,6 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 	g = ljb_find_G(m->pid, &ly, st);
 	if (!g || !ljb_vm_check_G(m->pid, &ly, st, g))
 		g = ljb_vm_scan(m->pid, &ly, st);
-	if (g) {
-		/* LuaJIT's own allocator (lj_alloc_f) is in the file of its
-		   interpreter, whose first handler the dispatch table names;
-		   an allocator given to lua_newstate has no segments to read */
-		uint64_t fn = rd64(m, g + ly.G_allocf, &bad), h = rd64(m, g + ly.gg_g2disp, &bad);
-		const struct ljb_file *fa = ljb_symtab_file(st, fn), *fv = ljb_symtab_file(st, h);
-		m->own_alloc = !bad && fa && fv && strcmp(fa->path, fv->path) == 0;
-	}
 	if (!g)
 		return;
 	/* (GCSize: 64 bits with GC64, else 32) */
@@ -169,17 +161,14 @@ static void luajit_claims(struct mem *m, struct dw_set *dw, const char *exec)
 				: (uint32_t)rd64(m, g + ly.G_gc_total, &bad);
 	/* (jit_State is in GG_State beside global_State) */
 	m->mcode = rd64(m, g + ly.k.J_from_g + ly.J_szallmcarea, &bad);
-	/* the allocator's segments: a list inside its malloc_state (g->allocd) */
-	s = m->own_alloc ? rd64(m, g + ly.G_allocd, &bad) + ly.ms_seg : 0;
-	for (k = 0; s && !bad && k < MAX_SEGS; k++) {
-		uint64_t base = rd64(m, s + ly.seg_base, &bad), size = rd64(m, s + ly.seg_size, &bad);
-		if (bad || size == 0 || size > (1ULL << 40) || base % PAGE)
-			break;
-		claim(m, base, base + size, SEGS_PART);
-		m->seg[m->nseg++] = (struct ljb_range){ base, base + size };
-		s = rd64(m, s + ly.seg_next, &bad);
-	}
-	m->segs = k;
+	k = ljb_alloc_segments(m->pid, &ly, st, g, m->seg, MAX_SEGS);
+	m->own_alloc = k >= 0;
+	if (k == -2)
+		bad = 1;
+	for (int i = 0; i < k; i++)
+		claim(m, m->seg[i].lo, m->seg[i].hi, SEGS_PART);
+	m->nseg = k > 0 ? k : 0;
+	m->segs = m->nseg;
 	m->lj = !bad || k > 0;
 }
 

@@ -10,6 +10,7 @@
 #include "bpf/lj_exectime_user.h"
 #include "bpf/layout.h"
 #include "bpf/lj_fio_user.h"
+#include "bpf/lj_gcwalk_user.h"
 #include "bpf/lj_offcpu_user.h"
 #include "bpf/lj_stacks_user.h"
 #include "bpf/lj_yield_user.h"
@@ -90,6 +91,9 @@ static const struct impl impls[] = {
 	{ "sample-bt", "samples/sample-bt.sxx", ljb_samplebt_run,
 	  { O(time, 0, BIG), O(samples, 0, BIG), O(limit, 0, BIG), O(kernel, 0, 1), O(user, 0, 1),
 	    O(hz, 1, 10000) }, { { 0 } } },
+	{ "lj-gc-objs", "samples/lj-gc-objs.sxx", ljb_gcobjs_run,
+	  { O(time, 0, BIG), O(objs, 1, 100000), O(gap, 0, 1000000), O(top, 0, 64),
+	    O(workers, 0, 1024), O(wait, 1, BIG) }, { { 0 } } },
 	{ "resty-memory", "samples/resty-memory.sxx", ljb_memory_run,
 	  { O(stacks, 0, 1), S(diff) }, { { 0 } } },
 };

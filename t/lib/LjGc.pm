@@ -88,6 +88,29 @@ bytes with the string table and VM state), C<type> (name => { count,
 bytes, pct }), C<order> (type names, most bytes first), C<faults>,
 C<stall_us>, C<slices>.
 
+=item C<check_census(NAME, TEXT, TRUTH)>
+
+The truths of a census (lj-gc-objs's output TEXT, either backend) whose
+heap the app measured at TRUTH bytes (its C<collectgarbage("count")>):
+the walk completes with no fault, the GC-managed total and the census
+(objects, string table, VM state) within 5% of TRUTH, Lua and C functions
+counted apart, the longest stall printed, and LuaJIT's allocator mapped at
+least the string bytes.  Returns the parsed census (C<parse_census>).
+
+=item C<check_leak_census(NAME, P, TEXT, REQS)>
+
+The leak app's census P (TEXT) after REQS requests on C</go?n=100>:
+strings, then tables and the string table hold the most bytes (strings
+and tables at least 60% of the total), at least 100 strings per request,
+the biggest strings and tables listed, the biggest table foo's.
+
+=item C<bpf_heap_census(BIN, SECS)>
+
+lj-gc-objs C<--runtime=bpf> on this host (no VM) against the luajit CLI
+BIN running t/apps/leak/heap.lua for SECS seconds, once it printed its
+first count; returns its status, stdout, stderr and the app's counts (an
+array ref: the first is the heap the walk saw).
+
 =back
 
 =cut
@@ -100,6 +123,7 @@ use LjStacks ();
 use LjWait ();
 use Bpf ();
 use File::Path ();
+use Time::HiRes ();
 use Test::More ();
 
 sub leak_ngx_case {
@@ -258,6 +282,71 @@ sub parse_census {
 	return \%p;
 }
 
+sub bpf_heap_census {
+	my ($bin, $secs) = @_;
+	my $log = "$ROOT/t/out/heap.$$.log";
+	File::Path::make_path("$ROOT/t/out");
+	unlink $log;
+	my $pid = Bpf::spawn({ stdout => $log }, $bin, "$ROOT/t/apps/leak/heap.lua", $secs);
+	my $t0 = Time::HiRes::time();
+	Time::HiRes::sleep(0.05) until (slurp($log) // '') =~ /^count \d+$/m || Time::HiRes::time() - $t0 > 30;
+	my ($st, $out, $err) = Bpf::run('lj-gc-objs', ['-x', $pid], 'gap=5');
+	kill 'TERM', $pid;
+	waitpid($pid, 0);
+	my @counts = (slurp($log) // '') =~ /^count (\d+)$/mg;
+	unlink $log;
+	return ($st, $out, $err, \@counts);
+}
+
+# TRUTH: the app's collectgarbage("count") of the heap the walk saw
+sub check_census {
+	my ($name, $o, $truth) = @_;
+	my $p = parse_census($o);
+	Test::More::like($o, qr/walk complete/, "$name: the walk completes") or Test::More::diag($o);
+	Test::More::is($p->{faults}, 0, "$name: no faults") or Test::More::diag($o);
+	Test::More::note("$name: read again: $p->{read_again} slices (docs/lj-gc-objs.md)") if $p->{read_again};
+	Test::More::ok($p->{total} && abs($p->{total} - $truth) <= 0.05 * $truth,
+		"$name: GC-managed total " . ($p->{total} // '?') . " within 5% of collectgarbage(\"count\") $truth")
+		or Test::More::diag($o);
+	Test::More::ok($p->{sum} && abs($p->{sum} - $truth) <= 0.05 * $truth,
+		"$name: census (objects, string table, VM state) " . ($p->{sum} // '?')
+		. " within 5% of collectgarbage(\"count\") $truth") or Test::More::diag($o);
+	# every heap has both: the app's closures, the libraries' C functions
+	my ($lf, $cf) = map { $p->{type}{$_}{count} // 0 } 'Lua function', 'C function';
+	Test::More::ok($lf > 0 && $cf > 0, "$name: Lua and C functions counted apart ($lf, $cf)") or Test::More::diag($o);
+	Test::More::ok(!exists $p->{type}{function}, "$name: no line for functions of either kind");
+	Test::More::ok($p->{stall_us} > 0, "$name: the longest stall printed ($p->{stall_us} us)");
+	# LuaJIT's own allocator: every string of these apps is far below
+	# 128 KB, so all string bytes lie in its segments
+	my ($arena, $segs) = $o =~ /^LuaJIT allocator: (\d+) bytes mapped in (\d+) segments/m;
+	my $strings = $p->{type}{string}{bytes} // 0;
+	Test::More::ok($arena && $segs && $segs >= 1 && $arena >= $strings,
+		"$name: LuaJIT's allocator mapped at least the string bytes (" . ($arena // '?') .
+		' in ' . ($segs // '?') . " segments, strings $strings)") or Test::More::diag($o);
+	Test::More::note("$name: $_") for grep { /^(?:GC-managed|walked|cost|\w[\w ]*: \d+ objects)/ } split /\n/, $o;
+	return $p;
+}
+
+# The leak app's census P (TEXT, after REQS requests of 100 strings each)
+sub check_leak_census {
+	my ($name, $p, $o, $reqs) = @_;
+	my @order = @{ $p->{order} };
+	# strings first; then tables and the string table, in either order: both
+	# grow by powers of two (foo's array part, the hash array), so which is
+	# bigger depends on how many requests the load made
+	Test::More::is_deeply([$order[0] // '', sort grep { defined } @order[1, 2]], ['string', 'string table', 'table'],
+		"$name: strings, then tables and the string table hold the most bytes") or Test::More::diag($o);
+	my $st = ($p->{type}{string}{bytes} // 0) + ($p->{type}{table}{bytes} // 0);
+	Test::More::ok($p->{total} && $st >= 0.6 * $p->{total},
+		"$name: strings and tables hold at least 60% of the total") or Test::More::diag($o);
+	my $n = $p->{type}{string}{count} // 0;
+	Test::More::ok($reqs && $n >= 100 * $reqs,
+		"$name: at least the app's strings (100 per request, " . ($reqs // 0) . " requests: $n)");
+	Test::More::like($o, qr/^  string 0x[0-9a-f]+: \d+ bytes "/m, "$name: biggest strings listed");
+	Test::More::like($o, qr/^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m, "$name: biggest tables listed");
+	my ($asize) = $o =~ /^  table 0x[0-9a-f]+: \d+ bytes \(array (\d+) slots/m;
+	Test::More::ok($asize && $asize >= $n * 0.5, "$name: the biggest table is foo (" . ($asize // 0) . ' array slots)');
+}
 
 # The leak app's truths: the heaviest path, and the bytes under foo against
 # the app's growth (collectgarbage("count") before the walk minus base).
