@@ -58,9 +58,9 @@ sub get {
 	return $r;
 }
 
-# The leak app in nginx (STOCK: Debian's), WORKERS workers: the load on
-# /go, then the walk of TARGET (a sub of the nginx, for the sample's
-# arguments) beside a ping load; returns the nginx, the counts before and
+# The leak app in nginx (STOCK: Debian's), WORKERS workers: 1 s of load
+# on /go, then the walk of TARGET (a sub of the nginx, for the sample's
+# arguments) beside a trickle of pings; returns the nginx, the counts before and
 # after (PID => bytes, /countpid) and the session's output.
 sub leak {
 	my (%o) = @_;
@@ -79,10 +79,12 @@ sub leak {
 		return \%c;
 	};
 	get($port, '/go?n=0') for 1 .. 20;
-	my $wrk = `wrk -t1 -c32 -d2s 'http://127.0.0.1:$port/go?n=100' 2>&1`;
+	my $wrk = `wrk -t1 -c32 -d1s 'http://127.0.0.1:$port/go?n=100' 2>&1`;
 	my ($reqs) = $wrk =~ /(\d+) requests in/;
 	$count{before} = $counts->();
-	my $ping = Bpf::load($port, '/ping', 32);
+	# (events for the idle workers' loops, where the walk runs: 500 a
+	# second, one slice each at most, gap=5)
+	my $ping = Bpf::trickle($port, '/ping', 500);
 	my ($st, $out, $err) = Bpf::run('lj-gc-objs', $o{target}->($n), 'gap=5', @{ $o{args} // [] });
 	Bpf::load_stop($ping);
 	$count{after} = $counts->();

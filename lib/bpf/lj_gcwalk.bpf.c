@@ -56,9 +56,11 @@ struct {
 	__type(value, __u32);
 } done SEC(".maps");
 
+/* (4 MB: 40,000 objects, the slices of a few polls before user space has
+ * raised big_min) */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 4 << 20);
 } bigs SEC(".maps");
 
 /* One object's first bytes (per CPU: the slice's callback). */

@@ -143,6 +143,13 @@ Starts wrk on the URL with CONNS connections (default 4) until it is
 stopped (C<load_stop(PID)>, after the session: never a duration that a
 slow start of the session could outlast); returns its pid.
 
+=item C<trickle(PORT, URL, PER_SECOND)>
+
+Starts a process that sends GET URL on one kept-alive connection about
+PER_SECOND times a second until it is stopped (C<load_stop(PID)>): events
+for an idle worker's event loop at a small cost, where wrk would keep
+both cores busy.  Returns its pid.
+
 =back
 
 =cut
@@ -438,6 +445,29 @@ sub nginx_stop {
 sub load {
 	my ($port, $url, $conns) = @_;
 	return spawn('wrk', '-t2', '-c' . ($conns // 4), '-d3600s', "http://127.0.0.1:$port$url");
+}
+
+sub trickle {
+	my ($port, $url, $rate) = @_;
+	my $pid = fork() // die "fork: $!";
+	return $pid if $pid;
+	require IO::Socket::INET;
+	my $s;
+	while (1) {
+		$s //= IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Proto => 'tcp');
+		if ($s && print $s "GET $url HTTP/1.1\r\nHost: localhost\r\n\r\n") {
+			# (the answer's headers; /ping's 204 has no body)
+			my $h = '';
+			while (defined(my $l = <$s>)) {
+				$h .= $l;
+				last if $l eq "\r\n";
+			}
+			$s = undef unless $h =~ /^HTTP\/1\.1 \d+/ && $h !~ /^Connection: close/mi;
+		} else {
+			$s = undef;
+		}
+		select(undef, undef, undef, 1 / $rate);
+	}
 }
 
 sub load_stop {
