@@ -254,6 +254,9 @@ bench-overhead-bpf: all
 bench-gc: all
 	dev/bench-gc
 
+bench-gc-bpf: all
+	dev/bench-gc-bpf
+
 bench-alloc:
 	dev/bench-alloc
 
@@ -318,4 +321,4 @@ fuzz: fuzz/out/expand_fuzz fuzz/out/flame_fuzz
 	fuzz/out/expand_fuzz $(FUZZ_RUN) fuzz/out/corpus fuzz/corpus
 	fuzz/out/flame_fuzz $(FUZZ_RUN) fuzz/out/flame-corpus fuzz/flame-corpus
 
-.PHONY: all test test-fresh print-prove-rules check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-offcpu bench-alloc bench-sample-cost soak install clean
+.PHONY: all test test-fresh print-prove-rules check regen-golden deps demo bench fuzz bench-overhead bench-flamegraph bench-overhead-bpf bench-gc bench-gc-bpf bench-offcpu bench-alloc bench-sample-cost soak install clean

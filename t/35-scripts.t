@@ -21,6 +21,7 @@ my %bad = (                     # script => a bad argument and the error it gets
 	'bench-flamegraph' => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-overhead-bpf' => [['--bogus'], qr/unknown option '--bogus'/],
 	'bench-gc'         => [['--bogus'], qr/unknown argument '--bogus'/],
+	'bench-gc-bpf'     => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-offcpu'     => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-alloc'      => [['--bogus'], qr/unknown argument '--bogus'/],
 	'bench-probe'      => [['--bogus'], qr/unknown argument '--bogus'/],
