@@ -3,7 +3,6 @@
 #include "bpf/lj_gcwalk_user.h"
 #include "base/error.h"
 #include "base/strbuf.h"
-#include "base/wrapper.h"
 #include "bpf/alloc_chunks.h"
 #include "bpf/symbolize.h"
 

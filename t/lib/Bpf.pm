@@ -145,10 +145,11 @@ slow start of the session could outlast); returns its pid.
 
 =item C<trickle(PORT, URL, PER_SECOND)>
 
-Starts a process that sends GET URL on one kept-alive connection about
-PER_SECOND times a second until it is stopped (C<load_stop(PID)>): events
-for an idle worker's event loop at a small cost, where wrk would keep
-both cores busy.  Returns its pid.
+Starts a process that sends GET URL about PER_SECOND times a second, each
+on a connection of its own (the kernel spreads connections over the
+workers by hash), until it is stopped (C<load_stop(PID)>): events for
+idle workers' event loops at a small cost, where wrk would keep both
+cores busy.  Returns its pid.
 
 =back
 
@@ -452,20 +453,15 @@ sub trickle {
 	my $pid = fork() // die "fork: $!";
 	return $pid if $pid;
 	require IO::Socket::INET;
-	my $s;
 	while (1) {
-		$s //= IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Proto => 'tcp');
-		if ($s && print $s "GET $url HTTP/1.1\r\nHost: localhost\r\n\r\n") {
-			# (the answer's headers; /ping's 204 has no body)
-			my $h = '';
-			while (defined(my $l = <$s>)) {
-				$h .= $l;
-				last if $l eq "\r\n";
-			}
-			$s = undef unless $h =~ /^HTTP\/1\.1 \d+/ && $h !~ /^Connection: close/mi;
-		} else {
-			$s = undef;
+		# a connection each: the kernel spreads them over the workers'
+		# reuseport sockets by hash, so every worker gets requests (one
+		# kept-alive connection gave all of them to one worker)
+		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Proto => 'tcp');
+		if ($s && print $s "GET $url HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n") {
+			1 while defined <$s>;
 		}
+		close $s if $s;
 		select(undef, undef, undef, 1 / $rate);
 	}
 }
